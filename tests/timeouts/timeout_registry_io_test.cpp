@@ -1,0 +1,127 @@
+// The registry on a real io_context and the real steady clock. Durations are short and every
+// check has generous slack: these tests assert order and "never early", never speed.
+#include <timeout_registry.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <thread>
+
+namespace tarry::timeouts::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct timed_probe {
+    clock::time_point expired_at{};
+    clock::time_point deadline_at_expiry{};
+    int fired = 0;
+    idle_entry entry{&on_expire, this};
+    static void on_expire(void* self) noexcept {
+        auto* p = static_cast<timed_probe*>(self);
+        p->expired_at = clock::now();
+        p->deadline_at_expiry = p->entry.deadline();
+        ++p->fired;
+    }
+};
+
+TEST(TimeoutRegistryIoTest, RunReturnsWhenEverythingHasExpired) {
+    boost::asio::io_context io;
+    timeout_registry reg(io);
+    std::deque<timed_probe> probes(3);
+    const auto start = clock::now();
+    for (auto& p : probes) reg.enroll(p.entry, 30ms);
+    io.run(); // returns only because the timer is no longer pending
+    for (auto& p : probes) {
+        EXPECT_EQ(p.fired, 1);
+        EXPECT_GE(p.expired_at, start + 30ms);
+        EXPECT_GE(p.expired_at, p.deadline_at_expiry);
+    }
+    EXPECT_FALSE(reg.find(30ms)->front());
+}
+
+TEST(TimeoutRegistryIoTest, EmptiedListLeavesNoPendingTimer) {
+    boost::asio::io_context io;
+    timeout_registry reg(io);
+    timed_probe p;
+    reg.enroll(p.entry, 1h);
+    timeout_registry::unenroll(p.entry);
+    // With the hour-long wait still pending, run_for would use up its whole budget and the
+    // context would not be stopped.
+    io.run_for(10s);
+    EXPECT_TRUE(io.stopped());
+    EXPECT_EQ(p.fired, 0);
+}
+
+TEST(TimeoutRegistryIoTest, TimerRearmsForATouchedHead) {
+    boost::asio::io_context io;
+    timeout_registry reg(io);
+    timed_probe a;
+    timed_probe b;
+    reg.enroll(a.entry, 100ms);
+    reg.enroll(b.entry, 100ms);
+    clock::time_point touched_at{};
+    boost::asio::steady_timer t(io, 50ms);
+    t.async_wait([&](boost::system::error_code) {
+        touched_at = clock::now();
+        timeout_registry::touch(a.entry);
+    });
+    io.run();
+    EXPECT_EQ(a.fired, 1);
+    EXPECT_EQ(b.fired, 1);
+    EXPECT_LT(b.expired_at, a.expired_at);
+    EXPECT_GE(a.expired_at, touched_at + 100ms); // not at its first deadline
+    EXPECT_GE(reg.stats().wakeups, 2U);
+}
+
+TEST(TimeoutRegistryIoTest, NeverEarlyWhenTheLoopWasBusy) {
+    boost::asio::io_context io;
+    timeout_registry reg(io);
+    timed_probe p;
+    reg.enroll(p.entry, 20ms);
+    boost::asio::post(io, [&] {
+        std::this_thread::sleep_for(50ms); // a long handler, then a touch: deadline moves on
+        timeout_registry::touch(p.entry);
+    });
+    const auto touched_after = clock::now() + 50ms;
+    io.run();
+    EXPECT_EQ(p.fired, 1);
+    EXPECT_GE(p.expired_at, touched_after + 20ms);
+    EXPECT_GE(p.expired_at, p.deadline_at_expiry);
+}
+
+TEST(TimeoutRegistryIoTest, MassExpiryYieldsToOtherHandlersBetweenBatches) {
+    boost::asio::io_context io;
+    timeout_registry reg(io, 100);
+    std::deque<timed_probe> probes(1000);
+    for (auto& p : probes) reg.enroll(p.entry, 5ms);
+    std::vector<std::uint64_t> seen; // expiries counted each time another handler got a turn
+    std::function<void()> other = [&] {
+        seen.push_back(reg.stats().expired);
+        if (reg.stats().expired < probes.size()) boost::asio::post(io, other);
+    };
+    boost::asio::post(io, other);
+    io.run();
+    EXPECT_EQ(reg.stats().expired, 1000U);
+    bool saw_partial = false;
+    for (auto n : seen) saw_partial |= (n > 0 && n < 1000);
+    EXPECT_TRUE(saw_partial);
+    EXPECT_GE(reg.stats().wakeups, 10U);
+}
+
+TEST(TimeoutRegistryIoTest, RegistryDestroyedWithWaitsPending) {
+    boost::asio::io_context io;
+    timed_probe p;
+    {
+        timeout_registry reg(io);
+        reg.enroll(p.entry, 10ms);
+    }
+    EXPECT_FALSE(p.entry.enrolled());
+    io.run();
+    EXPECT_EQ(p.fired, 0);
+}
+
+} // namespace
+} // namespace tarry::timeouts::test

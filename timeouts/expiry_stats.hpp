@@ -1,0 +1,42 @@
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+
+namespace tarry::timeouts {
+
+/// Counts expiries and how late each ran (actual minus deadline), in the cumulative-bucket shape
+/// a Prometheus histogram wants. Recording is a handful of compares: it sits on the expiry path,
+/// never on the touch path.
+struct expiry_stats {
+    /// Upper bounds of the buckets, in microseconds; a last, implicit bucket is +Inf.
+    static constexpr std::array<std::int64_t, 12> bounds_us{
+        100, 500, 1'000, 2'000, 5'000, 10'000, 20'000, 50'000, 100'000, 500'000, 1'000'000,
+        10'000'000};
+
+    std::uint64_t expired = 0;
+    std::uint64_t wakeups = 0;   ///< timer completions and batch continuations
+    std::uint64_t late_sum_us = 0;
+    std::array<std::uint64_t, bounds_us.size() + 1> late_buckets{}; ///< not cumulative
+
+    void record(std::chrono::steady_clock::duration late) noexcept {
+        auto us = std::chrono::duration_cast<std::chrono::microseconds>(late).count();
+        if (us < 0) us = 0;
+        ++expired;
+        late_sum_us += static_cast<std::uint64_t>(us);
+        std::size_t i = 0;
+        while (i < bounds_us.size() && us > bounds_us[i]) ++i;
+        ++late_buckets[i];
+    }
+
+    expiry_stats& operator+=(const expiry_stats& o) noexcept {
+        expired += o.expired;
+        wakeups += o.wakeups;
+        late_sum_us += o.late_sum_us;
+        for (std::size_t i = 0; i < late_buckets.size(); ++i) late_buckets[i] += o.late_buckets[i];
+        return *this;
+    }
+};
+
+} // namespace tarry::timeouts

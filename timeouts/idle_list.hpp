@@ -1,0 +1,84 @@
+#pragma once
+
+#include "expiry_stats.hpp"
+#include "idle_entry.hpp"
+
+#include <cstddef>
+
+namespace tarry::timeouts {
+
+/// The entries that share one timeout duration, oldest activity first.
+///
+/// Every entry is appended with `idle_start = now` and `now` never goes backwards, so the list is
+/// sorted by deadline without ever comparing: the head is always the next to expire. The list
+/// never reads a clock and owns no timer; `timeout_registry` supplies both. That keeps it
+/// deterministic to test with a manual clock.
+class idle_list {
+public:
+    explicit idle_list(clock::duration timeout) noexcept : timeout_(timeout) {}
+    idle_list(const idle_list&) = delete;
+    idle_list& operator=(const idle_list&) = delete;
+    /// Detaches every entry (they become unenrolled; none expires).
+    virtual ~idle_list();
+
+    [[nodiscard]] clock::duration timeout() const noexcept { return timeout_; }
+    [[nodiscard]] bool empty() const noexcept { return head_ == nullptr; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] idle_entry* front() const noexcept { return head_; }
+    [[nodiscard]] idle_entry* back() const noexcept { return tail_; }
+    [[nodiscard]] static idle_entry* next(const idle_entry& e) noexcept { return e.next_; }
+
+    /// Whether the head's deadline has passed at `now`.
+    [[nodiscard]] bool due(clock::time_point now) const noexcept {
+        return head_ != nullptr && head_->deadline() <= now;
+    }
+
+    /// Appends `e`, which must not be enrolled anywhere, as active at `now`.
+    void push_back(idle_entry& e, clock::time_point now) noexcept;
+
+    /// Marks `e` (enrolled here) active at `now`: O(1), a relink at the tail.
+    void touch(idle_entry& e, clock::time_point now) noexcept {
+        e.idle_start_ = now;
+        if (&e == tail_) return;
+        unlink(e);
+        link_back(e);
+    }
+
+    /// Unlinks `e`, which is enrolled here.
+    void remove(idle_entry& e) noexcept;
+
+    /// Expires, oldest first, at most `budget` entries whose deadline is at or before `now`.
+    /// Each is unlinked before its callback runs, and the head is re-read every round, so a
+    /// callback may re-enroll its own entry or destroy any other. Returns how many expired.
+    std::size_t expire(clock::time_point now, std::size_t budget, expiry_stats* stats = nullptr) noexcept;
+
+    /// Expires the `count` oldest entries now, due or not (graceful stop, fd pressure).
+    std::size_t expire_oldest(std::size_t count) noexcept;
+
+    /// Unlinks every entry without running callbacks.
+    void detach_all() noexcept;
+
+protected:
+    /// Called when the last entry leaves, however it left.
+    virtual void on_emptied() noexcept {}
+
+private:
+    void unlink(idle_entry& e) noexcept {
+        (e.prev_ != nullptr ? e.prev_->next_ : head_) = e.next_;
+        (e.next_ != nullptr ? e.next_->prev_ : tail_) = e.prev_;
+    }
+    void link_back(idle_entry& e) noexcept {
+        e.prev_ = tail_;
+        e.next_ = nullptr;
+        (tail_ != nullptr ? tail_->next_ : head_) = &e;
+        tail_ = &e;
+    }
+    void pop(idle_entry& e) noexcept;
+
+    clock::duration timeout_;
+    idle_entry* head_ = nullptr;
+    idle_entry* tail_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+} // namespace tarry::timeouts
