@@ -36,6 +36,8 @@ public:
     [[nodiscard]] clock::time_point idle_start() const noexcept { return idle_start_; }
     [[nodiscard]] clock::duration idle_timeout() const noexcept { return idle_timeout_; }
     [[nodiscard]] clock::time_point deadline() const noexcept { return idle_start_ + idle_timeout_; }
+    /// What the callback receives: lets an owner walk a list back to its objects.
+    [[nodiscard]] void* context() const noexcept { return context_; }
 
 private:
     friend class idle_list;

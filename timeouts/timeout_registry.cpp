@@ -2,6 +2,7 @@
 
 #include "timer_list.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace tarry::timeouts {
@@ -18,13 +19,17 @@ timeout_registry::~timeout_registry() {
 
 idle_list& timeout_registry::as_idle_list(timer_list& l) noexcept { return l; }
 
-void timeout_registry::enroll(idle_entry& e, clock::duration timeout, clock::time_point now) {
+timer_list& timeout_registry::list_for(clock::duration timeout) {
     auto it = lists_.find(timeout.count());
     if (it == lists_.end()) {
         prune_empty_lists();
         it = lists_.emplace(timeout.count(), std::make_shared<timer_list>(*this, io_, timeout)).first;
     }
-    timer_list& target = *it->second;
+    return *it->second;
+}
+
+void timeout_registry::enroll(idle_entry& e, clock::duration timeout, clock::time_point now) {
+    timer_list& target = list_for(timeout);
     if (e.list() == &target) {
         target.touch(e, now);
         return;
@@ -32,6 +37,29 @@ void timeout_registry::enroll(idle_entry& e, clock::duration timeout, clock::tim
     unenroll(e);
     target.push_back(e, now);
     target.ensure_armed();
+}
+
+void timeout_registry::retime(clock::duration from, clock::duration to) {
+    auto it = lists_.find(from.count());
+    if (from == to || it == lists_.end() || it->second->empty()) return;
+    const std::shared_ptr<timer_list> source = it->second;
+    timer_list& target = list_for(to);
+    // Both lists are sorted by idle_start; so is their merge, which keeps the target sorted by
+    // deadline since every entry in it gets the same duration.
+    std::vector<idle_entry*> a;
+    std::vector<idle_entry*> b;
+    a.reserve(target.size());
+    b.reserve(source->size());
+    for (idle_entry* e = target.front(); e != nullptr; e = idle_list::next(*e)) a.push_back(e);
+    for (idle_entry* e = source->front(); e != nullptr; e = idle_list::next(*e)) b.push_back(e);
+    std::vector<idle_entry*> merged(a.size() + b.size());
+    std::merge(a.begin(), a.end(), b.begin(), b.end(), merged.begin(),
+               [](const idle_entry* x, const idle_entry* y) { return x->idle_start() < y->idle_start(); });
+    target.detach_all();
+    source->detach_all();
+    for (idle_entry* e : merged) target.push_back(*e, e->idle_start());
+    source->rearm(); // empty now: cancels its wait
+    target.rearm();  // its head may be earlier than the deadline it was armed for
 }
 
 idle_list* timeout_registry::find(clock::duration timeout) const noexcept {

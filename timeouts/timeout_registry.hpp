@@ -89,6 +89,10 @@ public:
         if (idle_list* l = e.list()) l->remove(e);
     }
 
+    /// Moves every entry of the `from` list into the `to` list, each keeping its idle_start, so
+    /// the time already waited counts against the new duration (a reload). O(n + m).
+    void retime(clock::duration from, clock::duration to);
+
     /// The list for `timeout`, or nullptr.
     [[nodiscard]] idle_list* find(clock::duration timeout) const noexcept;
 
@@ -110,6 +114,7 @@ private:
     friend class timer_list;
     static idle_list& as_idle_list(timer_list& l) noexcept;
     void prune_empty_lists();
+    timer_list& list_for(clock::duration timeout);
 
     boost::asio::io_context& io_;
     std::size_t expire_batch_;

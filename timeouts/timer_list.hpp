@@ -24,6 +24,11 @@ public:
 
     /// Arms the timer for the head if the list has entries and nothing is pending.
     void ensure_armed();
+    /// Cancels any pending wait and arms for the current head (the head moved earlier).
+    void rearm() {
+        disarm();
+        ensure_armed();
+    }
     /// Forgets the registry and cancels the timer; entries must already be detached.
     void detach() noexcept;
     /// Expires up to `budget` entries due at `now`, counting them in the registry's stats.

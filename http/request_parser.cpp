@@ -1,0 +1,213 @@
+#include "request_parser.hpp"
+
+#include "request_error.hpp"
+
+#include <boost/beast/core/buffers_range.hpp>
+#include <boost/beast/core/string.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tarry::http {
+namespace bh = boost::beast::http;
+
+namespace {
+
+std::string_view trim(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+bool host_char(unsigned char c) noexcept {
+    // unreserved / pct-encoded / sub-delims (RFC 3986 reg-name)
+    return std::isalnum(c) != 0 || std::strchr("-._~%!$&'()*+,;=", c) != nullptr;
+}
+
+} // namespace
+
+bool valid_host(std::string_view host) noexcept {
+    std::string_view name = host;
+    std::string_view port;
+    if (!host.empty() && host.front() == '[') {
+        const auto close = host.find(']');
+        if (close == std::string_view::npos) return false;
+        for (char c : host.substr(1, close - 1)) {
+            if (std::isxdigit(static_cast<unsigned char>(c)) == 0 && c != ':' && c != '.')
+                return false;
+        }
+        const auto rest = host.substr(close + 1);
+        if (!rest.empty() && rest.front() != ':') return false;
+        port = rest.empty() ? rest : rest.substr(1);
+        name = {};
+    } else if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
+        name = host.substr(0, colon);
+        port = host.substr(colon + 1);
+        if (port.empty()) return false;
+    }
+    if (!std::all_of(name.begin(), name.end(),
+                     [](char c) { return host_char(static_cast<unsigned char>(c)); }))
+        return false;
+    return std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+           port.size() <= 5;
+}
+
+request_parser::request_parser(request_head& head, std::size_t max_header_bytes,
+                               std::uint64_t max_body_bytes)
+    : head_(head) {
+    header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(max_header_bytes, UINT32_MAX)));
+    body_limit(max_body_bytes);
+    eager(true);
+    head_.clear();
+}
+
+std::size_t request_parser::feed(const char* data, std::size_t size,
+                                 boost::system::error_code& ec) {
+    raw_ = data;
+    raw_size_ = size;
+    const std::size_t n = put(boost::asio::const_buffer(data, size), ec);
+    raw_ = nullptr;
+    return n;
+}
+
+void request_parser::on_request_impl(bh::verb method, boost::beast::string_view,
+                                     boost::beast::string_view target_sv, int version,
+                                     boost::system::error_code& ec) {
+    const std::string_view target(target_sv.data(), target_sv.size());
+    head_.method = method;
+    // HTTP/1.x with a minor version above 1 is served as 1.1 (RFC 9110, 2.5); others are not.
+    if (version / 10 != 1) {
+        ec = request_error::version_not_supported;
+        return;
+    }
+    head_.version = version == 10 ? 10 : 11;
+
+    if (target == "*") {
+        if (method != bh::verb::options) ec = request_error::bad_target;
+        head_.target = target;
+        return;
+    }
+    if (!target.empty() && target.front() == '/') {
+        head_.target = target;
+        return;
+    }
+    // absolute-form: scheme "://" authority path-abempty [ "?" query ]
+    const auto sep = target.find("://");
+    if (sep == std::string_view::npos || (!boost::beast::iequals(target.substr(0, sep), "http") &&
+                                          !boost::beast::iequals(target.substr(0, sep), "https"))) {
+        ec = request_error::bad_target;
+        return;
+    }
+    auto rest = target.substr(sep + 3);
+    const auto path_at = rest.find_first_of("/?");
+    const auto authority = rest.substr(0, path_at);
+    if (authority.empty() || authority.find('@') != std::string_view::npos ||
+        !valid_host(authority)) {
+        ec = request_error::bad_target;
+        return;
+    }
+    head_.host = authority;
+    absolute_form_ = true;
+    if (path_at == std::string_view::npos) {
+        head_.target = "/";
+    } else if (rest[path_at] == '?') {
+        head_.target = "/";
+        head_.target += rest.substr(path_at);
+    } else {
+        head_.target = rest.substr(path_at);
+    }
+}
+
+void request_parser::on_field_impl(bh::field name, boost::beast::string_view,
+                                   boost::beast::string_view value_sv,
+                                   boost::system::error_code& ec) {
+    const std::string_view value(value_sv.data(), value_sv.size());
+    switch (name) {
+    case bh::field::host:
+        if (++host_count_ > 1) {
+            ec = request_error::duplicate_host;
+            return;
+        }
+        if (!valid_host(value)) {
+            ec = request_error::bad_host;
+            return;
+        }
+        if (!absolute_form_) head_.host = value; // the target's authority wins (RFC 9112, 3.2.2)
+        return;
+    case bh::field::transfer_encoding:
+        on_transfer_encoding(value, ec);
+        return;
+    case bh::field::expect:
+        if (boost::beast::iequals(trim(value), "100-continue")) {
+            head_.expect_continue = true;
+        } else {
+            ec = request_error::expectation_failed;
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+void request_parser::on_transfer_encoding(std::string_view value, boost::system::error_code& ec) {
+    if (head_.version == 10) {
+        ec = request_error::transfer_encoding_in_http10;
+        return;
+    }
+    // The list must end in chunked (else the body length is unknowable: 400); any other coding
+    // is one this server does not decode (501).
+    bool unsupported = false;
+    std::string_view last;
+    while (!value.empty()) {
+        const auto comma = value.find(',');
+        auto coding = trim(value.substr(0, comma));
+        coding = trim(coding.substr(0, coding.find(';')));
+        value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+        if (coding.empty()) continue;
+        if (!last.empty() && boost::beast::iequals(last, "chunked")) {
+            ec = request_error::final_coding_not_chunked; // chunked applied more than once
+            return;
+        }
+        last = coding;
+        unsupported |= !boost::beast::iequals(coding, "chunked");
+    }
+    if (!boost::beast::iequals(last, "chunked")) {
+        ec = request_error::final_coding_not_chunked;
+    } else if (unsupported) {
+        ec = request_error::unsupported_transfer_coding;
+    }
+}
+
+void request_parser::on_header_impl(boost::system::error_code& ec) {
+    if (head_.version == 11 && host_count_ == 0) {
+        ec = request_error::missing_host;
+        return;
+    }
+    // Beast unfolds obs-fold silently; RFC 9112 (5.2) has a server reject it. The header is
+    // complete and contiguous at raw_, so look for a line that starts with SP or HTAB.
+    const std::string_view raw(raw_, raw_size_);
+    const auto end = raw.find("\r\n\r\n");
+    for (auto at = raw.find('\n'); at < end; at = raw.find('\n', at + 1)) {
+        const char next = raw[at + 1];
+        if (next == ' ' || next == '\t') {
+            ec = request_error::obs_fold;
+            return;
+        }
+    }
+}
+
+std::size_t request_parser::on_body_impl(boost::beast::string_view body,
+                                         boost::system::error_code&) {
+    body_bytes_ += body.size();
+    return body.size();
+}
+
+std::size_t request_parser::on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
+                                               boost::system::error_code&) {
+    body_bytes_ += body.size();
+    return body.size();
+}
+
+} // namespace tarry::http

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/verb.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tarry::http {
+
+/// What a handler needs of a request. The strings keep their capacity from one request to the
+/// next, so a connection parses request after request without allocating.
+struct request_head {
+    boost::beast::http::verb method = boost::beast::http::verb::unknown;
+    int version = 11;
+    std::string target; ///< origin-form path and query ("*" for OPTIONS *)
+    std::string host;   ///< the Host field, or the authority of an absolute-form target
+    bool expect_continue = false;
+
+    void clear() noexcept {
+        method = boost::beast::http::verb::unknown;
+        version = 11;
+        target.clear();
+        host.clear();
+        expect_continue = false;
+    }
+};
+
+/// Beast's request parser with the checks RFC 9112 asks of a server that Beast leaves to its
+/// user (Host, obs-fold, transfer-codings, versions), recording only a request_head and
+/// discarding the body as it streams past. No per-field allocation: Beast's own
+/// request_parser would build a basic_fields node for every header.
+class request_parser final : public boost::beast::http::basic_parser<true> {
+public:
+    /// `head` is filled as the request line and fields arrive.
+    request_parser(request_head& head, std::size_t max_header_bytes, std::uint64_t max_body_bytes);
+
+    /// Feeds [data, data + size), which must begin with the first byte of the request (Beast
+    /// consumes no header byte until the whole header is present). Returns bytes consumed.
+    std::size_t feed(const char* data, std::size_t size, boost::system::error_code& ec);
+
+    [[nodiscard]] std::uint64_t body_bytes() const noexcept { return body_bytes_; }
+
+private:
+    void on_request_impl(boost::beast::http::verb method, boost::beast::string_view method_str,
+                         boost::beast::string_view target, int version,
+                         boost::system::error_code& ec) override;
+    void on_response_impl(int, boost::beast::string_view, int,
+                          boost::system::error_code&) override {}
+    void on_field_impl(boost::beast::http::field name, boost::beast::string_view name_string,
+                       boost::beast::string_view value, boost::system::error_code& ec) override;
+    void on_header_impl(boost::system::error_code& ec) override;
+    void on_body_init_impl(const boost::optional<std::uint64_t>&,
+                           boost::system::error_code&) override {}
+    std::size_t on_body_impl(boost::beast::string_view body, boost::system::error_code&) override;
+    void on_chunk_header_impl(std::uint64_t, boost::beast::string_view,
+                              boost::system::error_code&) override {}
+    std::size_t on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
+                                   boost::system::error_code&) override;
+    void on_finish_impl(boost::system::error_code&) override {}
+
+    void on_transfer_encoding(std::string_view value, boost::system::error_code& ec);
+
+    request_head& head_;
+    const char* raw_ = nullptr; // start of the request while feed() runs
+    std::size_t raw_size_ = 0;
+    unsigned host_count_ = 0;
+    bool absolute_form_ = false;
+    std::uint64_t body_bytes_ = 0;
+};
+
+/// Whether `host` is a valid Host field value: reg-name, IPv4 or [IP-literal], optional :port.
+bool valid_host(std::string_view host) noexcept;
+
+} // namespace tarry::http

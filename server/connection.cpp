@@ -1,0 +1,318 @@
+#include "connection.hpp"
+
+#include "worker.hpp"
+
+#include <timeout_registry.hpp>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tarry::server {
+namespace {
+
+using timeouts::timeout_registry;
+
+// Free lists of buffers for connections that are mid-request. Bounded, so a burst does not pin
+// memory for ever.
+using in_buffers = http::recycler<in_buffer, 256>;
+using out_buffers = http::recycler<std::string, 256>;
+
+constexpr std::size_t max_sendfile_chunk = 1 << 20;
+
+bool is_reset(int err) noexcept { return err == ECONNRESET || err == EPIPE || err == ETIMEDOUT; }
+
+} // namespace
+
+connection::connection(worker& owner, socket_type socket)
+    : owner_(owner), socket_(std::move(socket)),
+      idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
+      session_(owner.settings().session) {}
+
+connection::~connection() {
+    if (!closed_) close(close_reason::shutdown);
+}
+
+void connection::start() {
+    worker_metrics& m = owner_.metrics();
+    m.open.add();
+    m.phases[static_cast<std::size_t>(phase_)].add();
+    owner_.date().hold();
+    boost::system::error_code ec;
+    socket_.non_blocking(true, ec);
+    if (!ec) socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
+    if (ec) {
+        close(close_reason::error);
+        return;
+    }
+    // The socket was registered with epoll when accepted: bytes that came with the connection
+    // are reported, so there is no need to try a read first.
+    wait(false);
+}
+
+bool connection::idle() const noexcept {
+    return !closed_ && (phase_ == conn_phase::keep_alive ||
+                        (phase_ == conn_phase::header && in_len_ == 0 && !out_));
+}
+
+void connection::drain() noexcept {
+    if (closed_) return;
+    session_.drain();
+    if (idle()) close(close_reason::shutdown);
+}
+
+// The whole life of a request, from bytes in to bytes out, runs here until some system call
+// would block. One clock read per timeout-list move, none per byte.
+void connection::drive() {
+    bool drained = false; // a read in this pass found the socket empty: wait for an edge
+    bool fresh = true;    // new input or room for output since the last parse
+    while (!closed_) {
+        if (fresh && in_len_ != 0 && !session_.closing() && !session_.has_file()) {
+            if (!out_) out_ = out_buffers::take();
+            const auto before = session_.requests();
+            const std::size_t used =
+                session_.consume(in_->bytes.data(), in_len_, *out_, owner_.date().value());
+            owner_.metrics().requests.add(static_cast<std::int64_t>(session_.requests() - before));
+            if (used != 0) {
+                in_len_ -= used;
+                if (in_len_ != 0) std::memmove(in_->bytes.data(), in_->bytes.data() + used, in_len_);
+            }
+        }
+        fresh = false;
+        if (out_ && out_off_ < out_->size()) {
+            if (!write_pending()) return;
+            fresh = true;
+            continue;
+        }
+        if (session_.has_file()) {
+            if (!send_file()) return;
+            fresh = true;
+            continue;
+        }
+        if (session_.closing()) {
+            finish();
+            if (closed_) return;
+        }
+        if (peer_eof_) {
+            close(session_.closing() ? close_reason::done : close_reason::client_close);
+            return;
+        }
+        if (drained) {
+            wait(false);
+            return;
+        }
+        const std::size_t had = in_len_;
+        if (!read_some(drained)) return;
+        fresh = in_len_ != had;
+        if (phase_ == conn_phase::linger) in_len_ = 0; // discard what a closing client sends
+    }
+}
+
+bool connection::read_some(bool& drained) {
+    if (!in_) {
+        in_ = in_buffers::take();
+        in_->bytes.resize(owner_.settings().in_buffer_bytes);
+    }
+    const std::size_t space = in_->bytes.size() - in_len_;
+    if (space == 0) {
+        // The session consumes bodies as they come and the buffer holds more than the header
+        // limit, so only a stalled pipeline gets here: write first, read later.
+        drained = true;
+        return true;
+    }
+    for (;;) {
+        const ssize_t n = ::recv(socket_.native_handle(), in_->bytes.data() + in_len_, space, 0);
+        if (n > 0) {
+            in_len_ += static_cast<std::size_t>(n);
+            drained = static_cast<std::size_t>(n) < space;
+            return true;
+        }
+        if (n == 0) {
+            peer_eof_ = true;
+            return true;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            drained = true;
+            return true;
+        }
+        close(is_reset(errno) ? close_reason::client_close : close_reason::error);
+        return false;
+    }
+}
+
+bool connection::write_pending() {
+    for (;;) {
+        const ssize_t n = ::send(socket_.native_handle(), out_->data() + out_off_,
+                                 out_->size() - out_off_, MSG_NOSIGNAL);
+        if (n >= 0) {
+            out_off_ += static_cast<std::size_t>(n);
+            if (out_off_ < out_->size()) break;
+            out_->clear();
+            out_off_ = 0;
+            return true;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        close(is_reset(errno) ? close_reason::client_close : close_reason::error);
+        return false;
+    }
+    wait(true);
+    return false;
+}
+
+bool connection::send_file() {
+    http::file_body& f = session_.file();
+    while (f.remaining != 0) {
+        auto offset = static_cast<off_t>(f.offset);
+        const ssize_t n = ::sendfile(socket_.native_handle(), f.fd.get(), &offset,
+                                     std::min<std::uint64_t>(f.remaining, max_sendfile_chunk));
+        if (n > 0) {
+            f.offset += static_cast<std::uint64_t>(n);
+            f.remaining -= static_cast<std::uint64_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            wait(true);
+            return false;
+        }
+        // The file shrank (n == 0) or the socket failed: the length promised cannot be kept.
+        close(n < 0 && is_reset(errno) ? close_reason::client_close : close_reason::error);
+        return false;
+    }
+    session_.file_done();
+    return true;
+}
+
+void connection::finish() {
+    // Everything is written. If the client sent more than we read (pipelined requests after
+    // Connection: close, the rest of a refused body), closing now would make the kernel answer
+    // with RST and could destroy the response in flight: half-close, and read until the client
+    // closes or the linger timeout passes.
+    if (in_len_ == 0) {
+        close(close_reason::done);
+        return;
+    }
+    if (phase_ == conn_phase::linger) return;
+    boost::system::error_code ec;
+    socket_.shutdown(boost::asio::socket_base::shutdown_send, ec);
+    in_len_ = 0;
+    enter(conn_phase::linger, false);
+}
+
+void connection::wait(bool writable) {
+    if (writable) {
+        enter(conn_phase::send, true);
+    } else if (phase_ == conn_phase::linger) {
+        // stays in linger: a total deadline
+    } else if (session_.current_phase() == http::session::phase::body) {
+        enter(conn_phase::body, true);
+    } else if (in_len_ != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
+        enter(conn_phase::header, false); // total: from the first byte (or accept), never touched
+    } else {
+        enter(conn_phase::keep_alive, true);
+        release_buffers(); // idle: hold nothing but the socket
+    }
+    waiting_ = true;
+    socket_.async_wait(writable ? socket_type::wait_write : socket_type::wait_read,
+                       [self = shared_from_this()](const boost::system::error_code& ec) {
+                           self->on_ready(ec);
+                       });
+}
+
+void connection::on_ready(const boost::system::error_code& ec) {
+    waiting_ = false;
+    if (closed_) return;
+    if (ec) {
+        close(close_reason::error);
+        return;
+    }
+    drive();
+}
+
+void connection::enter(conn_phase p, bool touch_if_same) {
+    const worker_settings& s = owner_.settings();
+    if (p != phase_) {
+        worker_metrics& m = owner_.metrics();
+        m.phases[static_cast<std::size_t>(phase_)].add(-1);
+        m.phases[static_cast<std::size_t>(p)].add();
+    }
+    const bool same = p == phase_ && idle_.enrolled();
+    phase_ = p;
+    if (!s.timeouts) return;
+    const timeouts::clock::duration d = s.timeout_for(p);
+    if (same && idle_.idle_timeout() == d) {
+        if (touch_if_same) timeout_registry::touch(idle_);
+        return;
+    }
+    // A new phase, or a reload changed this phase's duration: move lists.
+    owner_.registry().enroll(idle_, d);
+}
+
+void connection::on_timeout() noexcept {
+    switch (phase_) {
+    case conn_phase::keep_alive:
+        close(close_reason::keep_alive_timeout);
+        return;
+    case conn_phase::header:
+    case conn_phase::body:
+        // Part of a request arrived: say why before closing. Nothing did: close silently.
+        if (in_len_ != 0 || phase_ == conn_phase::body) {
+            try {
+                if (!out_) out_ = out_buffers::take();
+                out_->erase(0, out_off_);
+                out_off_ = 0;
+                session_.fail(408, *out_, owner_.date().value());
+                [[maybe_unused]] const ssize_t n = ::send(
+                    socket_.native_handle(), out_->data(), out_->size(), MSG_NOSIGNAL);
+            } catch (...) {
+                // out of memory: close without the courtesy
+            }
+        }
+        close(phase_ == conn_phase::body ? close_reason::body_timeout : close_reason::header_timeout);
+        return;
+    case conn_phase::send:
+        close(close_reason::send_timeout);
+        return;
+    case conn_phase::linger:
+    case conn_phase::count_:
+        close(close_reason::done);
+        return;
+    }
+}
+
+void connection::close(close_reason why) noexcept {
+    if (closed_) return;
+    closed_ = true;
+    worker_metrics& m = owner_.metrics();
+    m.closed(why);
+    m.open.add(-1);
+    m.phases[static_cast<std::size_t>(phase_)].add(-1);
+    timeout_registry::unenroll(idle_);
+    boost::system::error_code ignored;
+    socket_.close(ignored); // the pending wait completes with operation_aborted and lets go
+    release_buffers();
+    owner_.date().release();
+    owner_.connection_closed();
+}
+
+void connection::release_buffers() noexcept {
+    try {
+        if (in_ && in_len_ == 0) in_buffers::give(std::move(in_));
+        if (out_ && out_off_ == 0 && out_->empty()) out_buffers::give(std::move(out_));
+    } catch (...) {
+        in_.reset();
+        out_.reset();
+    }
+    if (closed_) {
+        in_.reset();
+        out_.reset();
+    }
+}
+
+} // namespace tarry::server

@@ -1,0 +1,48 @@
+#include "config.hpp"
+#include "server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv) {
+    using namespace tarry::server;
+    std::signal(SIGPIPE, SIG_IGN);
+
+    command_line cl;
+    try {
+        cl = parse_command_line(argc, argv);
+    } catch (const config_error& e) {
+        std::fprintf(stderr, "tarry: %s\n", e.what());
+        return 2;
+    }
+    switch (cl.what) {
+    case command_line::action::help:
+        std::fputs(cl.help_text.c_str(), stdout);
+        return 0;
+    case command_line::action::version:
+        std::puts("tarry " TARRY_VERSION);
+        return 0;
+    case command_line::action::check_config:
+        std::puts("tarry: configuration OK");
+        return 0;
+    case command_line::action::run:
+        break;
+    }
+
+    spdlog::set_level(spdlog::level::from_str(cl.cfg.log_level));
+    try {
+        server s(cl.cfg, std::vector<std::string>(argv, argv + argc));
+        s.run();
+    } catch (const config_error& e) {
+        std::fprintf(stderr, "tarry: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "tarry: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,135 @@
+#include "server.hpp"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+namespace tarry::server {
+
+namespace {
+
+unsigned worker_count(const config& cfg) {
+    if (cfg.workers != 0) return cfg.workers;
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : n;
+}
+
+std::string to_string(const boost::asio::ip::tcp::endpoint& ep) {
+    const auto a = ep.address();
+    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
+}
+
+} // namespace
+
+server::server(config cfg, std::vector<std::string> args)
+    : cfg_(std::move(cfg)), args_(std::move(args)), worker_count_(worker_count(cfg_)),
+      signals_(io_, SIGINT, SIGTERM, SIGHUP) {
+    if (cfg_.docroot) files_ = std::make_unique<http::static_files>(*cfg_.docroot);
+    for (unsigned i = 0; i < worker_count_; ++i)
+        workers_.push_back(std::make_unique<worker>(i, cfg_, files_.get(), worker_count_));
+    open_listeners(cfg_.listen);
+}
+
+server::~server() {
+    if (joiner_.joinable()) joiner_.join();
+    workers_.clear();
+}
+
+std::vector<listen_address> server::resolve_ports(const std::vector<listen_address>& addrs) const {
+    // Port 0 asks the kernel for a free port. Every worker must share it, so the first worker
+    // binds, and the others take the port it got.
+    std::vector<listen_address> resolved = addrs;
+    const auto eps = workers_.front()->endpoints();
+    for (std::size_t i = 0; i < resolved.size() && i < eps.size(); ++i)
+        if (resolved[i].port == 0) resolved[i].port = eps[i].port();
+    return resolved;
+}
+
+void server::open_listeners(const std::vector<listen_address>& addrs) {
+    for (const auto& a : addrs) workers_.front()->listen(a);
+    const auto resolved = resolve_ports(addrs);
+    for (std::size_t w = 1; w < workers_.size(); ++w)
+        for (const auto& a : resolved) workers_[w]->listen(a);
+}
+
+std::vector<boost::asio::ip::tcp::endpoint> server::endpoints() const {
+    return workers_.front()->endpoints();
+}
+
+void server::run() {
+    for (const auto& ep : endpoints()) spdlog::info("listening on {}", to_string(ep));
+    spdlog::info("{} worker(s); keep_alive_timeout {}ms, header_timeout {}ms", worker_count_,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.keep_alive_timeout).count(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.header_timeout).count());
+    for (auto& w : workers_) w->start();
+    wait_signal();
+    io_.run();
+    if (joiner_.joinable()) joiner_.join();
+    for (auto& w : workers_) w->join();
+}
+
+void server::wait_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+            reload();
+        } else if (!stopping_) {
+            spdlog::info("signal {}: stopping (drain up to {}ms)", sig,
+                         std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.drain_timeout).count());
+            stop();
+        } else {
+            spdlog::warn("signal {} again: stopping now", sig);
+            for (auto& w : workers_) w->io().stop();
+        }
+        wait_signal();
+    });
+}
+
+void server::stop() {
+    boost::asio::post(io_, [this] {
+        if (stopping_) return;
+        stopping_ = true;
+        for (auto& w : workers_) w->stop(cfg_.drain_timeout);
+        // Workers return from run() by themselves once drained; then the signal wait (the only
+        // thing left on this context) is cancelled so run() returns too.
+        joiner_ = std::thread([this] {
+            for (auto& w : workers_) w->join();
+            boost::asio::post(io_, [this] {
+                boost::system::error_code ignored;
+                signals_.cancel(ignored);
+            });
+        });
+    });
+}
+
+bool server::reload() {
+    config next;
+    try {
+        if (!args_.empty()) {
+            std::vector<const char*> argv;
+            for (const auto& a : args_) argv.push_back(a.c_str());
+            next = reload_config(cfg_, static_cast<int>(argv.size()), argv.data());
+        } else if (cfg_.config_file) {
+            next = load_config_file(*cfg_.config_file);
+        } else {
+            spdlog::info("reload: no configuration file to re-read");
+            return true;
+        }
+        if (next.docroot != cfg_.docroot) {
+            old_files_.push_back(std::move(files_));
+            if (next.docroot) files_ = std::make_unique<http::static_files>(*next.docroot);
+        }
+        for (const auto& a : next.listen) (void)endpoint_of(a);
+    } catch (const std::exception& e) {
+        spdlog::error("reload rejected, keeping the running configuration: {}", e.what());
+        return false;
+    }
+    if (next.workers != cfg_.workers) spdlog::warn("reload: a new worker count needs a restart");
+    for (auto& w : workers_) w->reload(next, files_.get(), worker_count_);
+    cfg_ = std::move(next);
+    spdlog::info("reloaded configuration");
+    return true;
+}
+
+} // namespace tarry::server

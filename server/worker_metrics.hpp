@@ -1,0 +1,38 @@
+#pragma once
+
+#include "close_reason.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace tarry::server {
+
+/// A counter written by one worker thread and read by the metrics endpoint from another: a
+/// relaxed load and store, no locked instruction on the hot path.
+class counter {
+public:
+    void add(std::int64_t n = 1) noexcept {
+        v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+    [[nodiscard]] std::int64_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<std::int64_t> v_{0};
+};
+
+/// What each connection phase is; gauges count connections in each.
+enum class conn_phase : std::size_t { header, body, send, keep_alive, linger, count_ };
+
+struct worker_metrics {
+    counter accepted;
+    counter accept_errors;
+    counter open;
+    counter requests;
+    std::array<counter, static_cast<std::size_t>(close_reason::count_)> closes;
+    std::array<counter, static_cast<std::size_t>(conn_phase::count_)> phases;
+
+    void closed(close_reason r) noexcept { closes[static_cast<std::size_t>(r)].add(); }
+};
+
+} // namespace tarry::server

@@ -1,0 +1,45 @@
+#include "worker_settings.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+
+namespace tarry::server {
+
+unsigned advertised_keep_alive(timeouts::clock::duration keep_alive) noexcept {
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(keep_alive).count() - 1;
+    return s > 0 ? static_cast<unsigned>(s) : 0;
+}
+
+worker_settings worker_settings::from(const config& cfg, const http::static_files* files,
+                                      unsigned workers) {
+    worker_settings s;
+    s.session.max_header_bytes = cfg.max_header_bytes;
+    s.session.max_body_bytes = cfg.max_body_bytes;
+    s.session.max_requests = cfg.max_requests_per_connection;
+    s.session.keep_alive_timeout_s = cfg.timeouts ? advertised_keep_alive(cfg.keep_alive_timeout) : 0;
+    s.session.files = files;
+    s.keep_alive = cfg.keep_alive_timeout;
+    s.header = cfg.header_timeout;
+    s.body = cfg.body_timeout;
+    s.send = cfg.send_timeout;
+    // Long enough for a client to read an error response, short enough not to be a resource.
+    s.linger = std::min<timeouts::clock::duration>(cfg.send_timeout, std::chrono::seconds(2));
+    s.timeouts = cfg.timeouts;
+    // The whole header must fit (Beast parses it contiguously), with room to read past it.
+    s.in_buffer_bytes = std::max<std::size_t>(cfg.max_header_bytes + 1024, 8 * 1024);
+
+    std::size_t max = cfg.max_connections;
+    if (max == 0) {
+        rlimit rl{};
+        if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+            // Keep some descriptors for listeners, files being served and logs.
+            max = rl.rlim_cur > 64 ? static_cast<std::size_t>(rl.rlim_cur) - 64 : 1;
+        }
+    }
+    const unsigned n = std::max(1U, workers);
+    s.max_connections = max == 0 ? 0 : std::max<std::size_t>(1, (max + n - 1) / n);
+    return s;
+}
+
+} // namespace tarry::server

@@ -1,0 +1,45 @@
+#pragma once
+
+#include "config.hpp"
+#include "worker_metrics.hpp"
+
+#include <idle_entry.hpp>
+#include <session.hpp>
+
+#include <cstddef>
+
+namespace tarry::server {
+
+/// The part of the configuration a worker's connections read, in the form they read it.
+struct worker_settings {
+    http::session_settings session;
+    timeouts::clock::duration keep_alive{};
+    timeouts::clock::duration header{};
+    timeouts::clock::duration body{};
+    timeouts::clock::duration send{};
+    timeouts::clock::duration linger{};
+    bool timeouts = true;
+    std::size_t in_buffer_bytes = 0;
+    std::size_t max_connections = 0; ///< this worker's share; 0: no limit
+
+    [[nodiscard]] timeouts::clock::duration timeout_for(conn_phase p) const noexcept {
+        switch (p) {
+        case conn_phase::header: return header;
+        case conn_phase::body: return body;
+        case conn_phase::send: return send;
+        case conn_phase::keep_alive: return keep_alive;
+        case conn_phase::linger:
+        case conn_phase::count_: break;
+        }
+        return linger;
+    }
+
+    static worker_settings from(const config& cfg, const http::static_files* files,
+                                unsigned workers);
+};
+
+/// Whole seconds to advertise in `Keep-Alive: timeout=N`: a second below what the server really
+/// waits, so a client never sends on a connection the server is closing (0: advertise nothing).
+unsigned advertised_keep_alive(timeouts::clock::duration keep_alive) noexcept;
+
+} // namespace tarry::server

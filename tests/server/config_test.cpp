@@ -1,0 +1,794 @@
+#include <config.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tarry::server::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path example_file = fs::path(__FILE__).parent_path() / "../../server/tarry.example.toml";
+
+// An argv that owns its strings; argv[0] is the program name, as the real one has.
+class args {
+public:
+    args(std::initializer_list<std::string> list) : args(std::vector<std::string>(list)) {}
+    explicit args(const std::vector<std::string>& list) : strings_{"tarry"} {
+        strings_.insert(strings_.end(), list.begin(), list.end());
+        for (const std::string& s : strings_)
+            pointers_.push_back(s.c_str());
+    }
+    int argc() const { return static_cast<int>(pointers_.size()); }
+    const char* const* argv() const { return pointers_.data(); }
+
+private:
+    std::vector<std::string> strings_;
+    std::vector<const char*> pointers_;
+};
+
+command_line parse(const args& a) {
+    return parse_command_line(a.argc(), a.argv());
+}
+
+// The message of the config_error `f` throws, or a test failure if it throws none.
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const config_error& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "expected a config_error";
+    return "(no error)";
+}
+
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+    if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "\"" << text << "\" does not contain \"" << part << "\"";
+}
+
+::testing::AssertionResult one_line(const std::string& text) {
+    if (text.find('\n') == std::string::npos && !text.empty()) {
+        return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "not a single non-empty line: \"" << text << "\"";
+}
+
+// config has no operator==, and comparing field by field also names the field that differs.
+void expect_same(const config& actual, const config& expected) {
+    EXPECT_EQ(actual.listen, expected.listen);
+    EXPECT_EQ(actual.docroot, expected.docroot);
+    EXPECT_EQ(actual.keep_alive_timeout, expected.keep_alive_timeout);
+    EXPECT_EQ(actual.header_timeout, expected.header_timeout);
+    EXPECT_EQ(actual.body_timeout, expected.body_timeout);
+    EXPECT_EQ(actual.send_timeout, expected.send_timeout);
+    EXPECT_EQ(actual.drain_timeout, expected.drain_timeout);
+    EXPECT_EQ(actual.max_requests_per_connection, expected.max_requests_per_connection);
+    EXPECT_EQ(actual.max_header_bytes, expected.max_header_bytes);
+    EXPECT_EQ(actual.max_body_bytes, expected.max_body_bytes);
+    EXPECT_EQ(actual.workers, expected.workers);
+    EXPECT_EQ(actual.max_connections, expected.max_connections);
+    EXPECT_EQ(actual.admin_listen, expected.admin_listen);
+    EXPECT_EQ(actual.log_level, expected.log_level);
+    EXPECT_EQ(actual.access_log, expected.access_log);
+    EXPECT_EQ(actual.expire_batch, expected.expire_batch);
+    EXPECT_EQ(actual.timeouts, expected.timeouts);
+}
+
+class ConfigFileTest : public ::testing::Test {
+protected:
+    fs::path dir;
+
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir = fs::temp_directory_path() / "tarry_config_test" /
+              (std::to_string(::getpid()) + "_" + info->name());
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+    }
+
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+        // Only removes the shared parent once no other run is using it.
+        fs::remove(dir.parent_path(), ec);
+    }
+
+    fs::path write(const std::string& text, const std::string& name = "tarry.toml") const {
+        const fs::path file = dir / name;
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.close();
+        EXPECT_TRUE(out) << "cannot write " << file;
+        return file;
+    }
+
+    config load(const std::string& text) const { return load_config_file(write(text)); }
+
+    // The error loading `text` gives, asserting it is one line starting with "FILE:LINE: ".
+    std::string load_error(const std::string& text, int line) const {
+        const fs::path file = write(text);
+        const std::string message = error_of([&] { load_config_file(file); });
+        EXPECT_TRUE(one_line(message));
+        EXPECT_EQ(message.rfind(file.string() + ":" + std::to_string(line) + ": ", 0), 0U)
+            << message;
+        return message;
+    }
+};
+
+// --- Defaults --------------------------------------------------------------------------------
+
+TEST(ConfigDefaults, MatchTheDocumentedValues) {
+    const config c;
+    EXPECT_EQ(c.listen, (std::vector<listen_address>{{"127.0.0.1", 8080}}));
+    EXPECT_FALSE(c.docroot);
+    EXPECT_EQ(c.keep_alive_timeout, 65s);
+    EXPECT_EQ(c.header_timeout, 60s);
+    EXPECT_EQ(c.body_timeout, 60s);
+    EXPECT_EQ(c.send_timeout, 60s);
+    EXPECT_EQ(c.drain_timeout, 10s);
+    EXPECT_EQ(c.max_requests_per_connection, 1000U);
+    EXPECT_EQ(c.max_header_bytes, 16U * 1024U);
+    EXPECT_EQ(c.max_body_bytes, 1024U * 1024U);
+    EXPECT_EQ(c.workers, 0U);
+    EXPECT_EQ(c.max_connections, 0U);
+    EXPECT_FALSE(c.admin_listen);
+    EXPECT_EQ(c.log_level, "info");
+    EXPECT_FALSE(c.access_log);
+    EXPECT_EQ(c.expire_batch, 256U);
+    EXPECT_TRUE(c.timeouts);
+    EXPECT_FALSE(c.config_file);
+}
+
+TEST(ConfigDefaults, EmptyCommandLineRunsWithDefaults) {
+    const command_line cl = parse(args{});
+    EXPECT_EQ(cl.what, command_line::action::run);
+    EXPECT_TRUE(cl.help_text.empty());
+    expect_same(cl.cfg, config{});
+    EXPECT_FALSE(cl.cfg.config_file);
+}
+
+// --- Durations -------------------------------------------------------------------------------
+
+TEST(ParseDuration, AcceptsEveryUnit) {
+    EXPECT_EQ(parse_duration("1500us", "t"), 1500us);
+    EXPECT_EQ(parse_duration("250ms", "t"), 250ms);
+    EXPECT_EQ(parse_duration("65s", "t"), 65s);
+    EXPECT_EQ(parse_duration("2m", "t"), 2min);
+    EXPECT_EQ(parse_duration("1h", "t"), 1h);
+    EXPECT_EQ(parse_duration("0s", "t"), duration::zero());
+}
+
+TEST(ParseDuration, AcceptsDecimals) {
+    EXPECT_EQ(parse_duration("1.5s", "t"), 1500ms);
+    EXPECT_EQ(parse_duration("0.25ms", "t"), 250us);
+    EXPECT_EQ(parse_duration("1.5us", "t"), 1500ns);
+    EXPECT_EQ(parse_duration("0.5h", "t"), 30min);
+    EXPECT_EQ(parse_duration("2.000000001s", "t"), 2s + 1ns);
+    EXPECT_EQ(parse_duration("0.000000001h", "t"), 3600ns);
+}
+
+TEST(ParseDuration, RejectsBareNumbersNegativesAndUnknownUnits) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"65", "a unit is required"},
+        {"1.5", "a unit is required"},
+        {"", "got \"\""},
+        {"-5s", "must not be negative"},
+        {"-0s", "must not be negative"},
+        {"5d", "unknown unit \"d\""},
+        {"5S", "unknown unit \"S\""},
+        {"5 s", "unknown unit \" s\""},
+        {"5sec", "unknown unit \"sec\""},
+        {"s", "got \"s\""},
+        {".5s", "got \".5s\""},
+        {"1.s", "got \"1.s\""},
+        {"+5s", "got \"+5s\""},
+        {"1.0000000001s", "at most 9 decimal places"},
+        {"0.0005us", "finer than a nanosecond"},
+        {"9999999999h", "too large"},
+        {"99999999999999999999999s", "too large"},
+    };
+    for (const auto& [text, reason] : cases) {
+        const std::string message = error_of([&] { parse_duration(text, "my_key"); });
+        EXPECT_TRUE(one_line(message));
+        EXPECT_EQ(message.rfind(R"(my_key: expected a duration such as "65s" or "250ms", got )", 0),
+                  0U)
+            << message;
+        EXPECT_TRUE(contains(message, reason)) << "for " << text;
+    }
+}
+
+TEST_F(ConfigFileTest, TimeoutsInTheFileAcceptEveryForm) {
+    const config c = load("keep_alive_timeout = \"1.5s\"\n"
+                          "header_timeout = \"250ms\"\n"
+                          "body_timeout = \"2m\"\n"
+                          "send_timeout = \"1500us\"\n"
+                          "drain_timeout = \"1h\"\n");
+    EXPECT_EQ(c.keep_alive_timeout, 1500ms);
+    EXPECT_EQ(c.header_timeout, 250ms);
+    EXPECT_EQ(c.body_timeout, 2min);
+    EXPECT_EQ(c.send_timeout, 1500us);
+    EXPECT_EQ(c.drain_timeout, 1h);
+}
+
+TEST_F(ConfigFileTest, TimeoutsRejectZeroExceptDrain) {
+    for (const std::string key :
+         {"keep_alive_timeout", "header_timeout", "body_timeout", "send_timeout"}) {
+        const std::string message = load_error("\n" + key + " = \"0s\"\n", 2);
+        EXPECT_TRUE(contains(message, key + ": must be more than zero, got \"0s\"")) << message;
+    }
+    EXPECT_EQ(load("drain_timeout = \"0s\"\n").drain_timeout, duration::zero());
+}
+
+TEST_F(ConfigFileTest, TimeoutsRejectMoreThanADay) {
+    EXPECT_EQ(load("send_timeout = \"24h\"\n").send_timeout, 24h);
+    const std::string message = load_error("send_timeout = \"24.5h\"\n", 1);
+    EXPECT_TRUE(contains(message, "send_timeout: must be at most 24h, got \"24.5h\""));
+}
+
+TEST_F(ConfigFileTest, BareNumberDurationGivesTheDocumentedMessage) {
+    const fs::path file = write("# tarry\n\n\n\n\n\nkeep_alive_timeout = \"65\"\n");
+    EXPECT_EQ(error_of([&] { load_config_file(file); }),
+              file.string() + R"(:7: keep_alive_timeout: expected a duration such as "65s" or )" +
+                  R"("250ms", got "65" (a unit is required: us, ms, s, m or h))");
+}
+
+TEST_F(ConfigFileTest, DurationWrittenAsATomlNumberIsRejected) {
+    const std::string message = load_error("body_timeout = 65\n", 1);
+    EXPECT_TRUE(
+        contains(message, R"(body_timeout: expected a duration such as "65s" or "250ms", got 65)"));
+}
+
+// --- Sizes -----------------------------------------------------------------------------------
+
+TEST_F(ConfigFileTest, SizesAcceptIntegersAndBinarySuffixes) {
+    const std::vector<std::pair<std::string, std::size_t>> cases{
+        {"8192", 8192},
+        {"\"8192\"", 8192},
+        {"\"512b\"", 512},
+        {"\"16k\"", 16 * 1024},
+        {"\"16K\"", 16 * 1024},
+        {"\"16KiB\"", 16 * 1024},
+        {"\"16kib\"", 16 * 1024},
+        {"\"1m\"", 1024 * 1024},
+        {"\"1MiB\"", 1024 * 1024},
+        {"\"2g\"", std::size_t{2} * 1024 * 1024 * 1024},
+        {"\"1GiB\"", std::size_t{1024} * 1024 * 1024},
+    };
+    for (const auto& [text, bytes] : cases) {
+        const config c = load("max_header_bytes = " + text + "\nmax_body_bytes = " + text + "\n");
+        EXPECT_EQ(c.max_header_bytes, bytes) << text;
+        EXPECT_EQ(c.max_body_bytes, bytes) << text;
+    }
+}
+
+TEST_F(ConfigFileTest, SizesRejectZeroNegativesAmbiguousUnitsAndFractions) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"0", "max_header_bytes: must be more than zero, got 0"},
+        {"\"0k\"", "max_header_bytes: must be more than zero, got \"0k\""},
+        {"-1", "max_header_bytes: expected a size such as 16384, \"16k\" or \"1MiB\", got -1"},
+        {"\"-1k\"", "must not be negative"},
+        {"\"16kB\"", "\"kB\" is ambiguous"},
+        {"\"1MB\"", "\"MB\" is ambiguous"},
+        {"\"1.5m\"", "only whole numbers"},
+        {"\"16x\"", "unknown unit \"x\""},
+        {"\"k\"", "got \"k\""},
+        {"\"99999999999g\"", "too large"},
+        {"1.5", "got 1.5"},
+        {"true", "got true"},
+    };
+    for (const auto& [text, expected] : cases) {
+        const std::string message = load_error("\n\nmax_header_bytes = " + text + "\n", 3);
+        EXPECT_TRUE(contains(message, "max_header_bytes: ")) << text;
+        EXPECT_TRUE(contains(message, expected)) << text;
+    }
+}
+
+TEST_F(ConfigFileTest, ZeroBodyBytesMeansNoBodyAllowed) {
+    EXPECT_EQ(load("max_body_bytes = 0\n").max_body_bytes, 0U);
+}
+
+// --- Counts ----------------------------------------------------------------------------------
+
+TEST_F(ConfigFileTest, CountsAcceptTheirWholeRange) {
+    const config c = load("workers = 1024\n"
+                          "max_requests_per_connection = 0\n"
+                          "max_connections = 100000\n"
+                          "expire_batch = 1\n");
+    EXPECT_EQ(c.workers, 1024U);
+    EXPECT_EQ(c.max_requests_per_connection, 0U);
+    EXPECT_EQ(c.max_connections, 100000U);
+    EXPECT_EQ(c.expire_batch, 1U);
+    EXPECT_EQ(load("max_requests_per_connection = 4294967295\n").max_requests_per_connection,
+              4294967295U);
+}
+
+TEST_F(ConfigFileTest, CountsRejectValuesOutOfRange) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"workers = 1025",
+         "workers: expected an integer from 0 to 1024 (0: one per core), got 1025"},
+        {"workers = -1", "workers: expected an integer from 0 to 1024 (0: one per core), got -1"},
+        {"max_requests_per_connection = 4294967296",
+         "max_requests_per_connection: expected an integer from 0 to 4294967295 (0: unlimited), "
+         "got 4294967296"},
+        {"max_connections = -5", "max_connections: expected an integer of 0 or more"},
+        {"expire_batch = 0", "expire_batch: expected an integer of 1 or more, got 0"},
+        {"workers = 4.0", "workers: expected an integer from 0 to 1024 (0: one per core), got 4.0"},
+    };
+    for (const auto& [text, expected] : cases) {
+        EXPECT_TRUE(contains(load_error("# comment\n" + text + "\n", 2), expected));
+    }
+}
+
+// --- Listen addresses ------------------------------------------------------------------------
+
+TEST(ParseListen, AcceptsIpv4Ipv6AllAddressesAndLocalhost) {
+    EXPECT_EQ(parse_listen("127.0.0.1:8080", "l"), (listen_address{"127.0.0.1", 8080}));
+    EXPECT_EQ(parse_listen("[::1]:8080", "l"), (listen_address{"::1", 8080}));
+    EXPECT_EQ(parse_listen("[::]:443", "l"), (listen_address{"::", 443}));
+    EXPECT_EQ(parse_listen("[2001:db8::7]:65535", "l"), (listen_address{"2001:db8::7", 65535}));
+    EXPECT_EQ(parse_listen(":8080", "l"), (listen_address{"0.0.0.0", 8080}));
+    EXPECT_EQ(parse_listen("localhost:80", "l"), (listen_address{"localhost", 80}));
+    EXPECT_EQ(parse_listen("10.0.0.1:0", "l"), (listen_address{"10.0.0.1", 0}));
+}
+
+TEST(ParseListen, RejectsMalformedAddresses) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"127.0.0.1", "missing :PORT"},
+        {"8080", "missing :PORT"},
+        {"127.0.0.1:", "missing port"},
+        {"127.0.0.1:65536", "from 0 to 65535"},
+        {"127.0.0.1:-1", "from 0 to 65535"},
+        {"127.0.0.1:http", "from 0 to 65535"},
+        {"::1:8080", "put an IPv6 address in brackets"},
+        {"[::1:8080", "unbalanced brackets"},
+        {"[::1]8080:", "unbalanced brackets"},
+        {"[127.0.0.1]:80", "brackets are only for IPv6"},
+        {"[]:80", "brackets are only for IPv6"},
+        {"example.com:80", "numeric IP address or localhost"},
+        {"1.2.3:80", "numeric IP address or localhost"},
+        {"", "missing :PORT"},
+    };
+    for (const auto& [text, reason] : cases) {
+        const std::string message = error_of([&] { parse_listen(text, "my_listen"); });
+        EXPECT_TRUE(one_line(message));
+        EXPECT_TRUE(contains(message, "my_listen: expected HOST:PORT")) << text;
+        EXPECT_TRUE(contains(message, "got \"" + text + "\"")) << text;
+        EXPECT_TRUE(contains(message, reason)) << text;
+    }
+}
+
+TEST_F(ConfigFileTest, ListenIsAStringOrAnArray) {
+    EXPECT_EQ(load("listen = \"[::1]:9000\"\n").listen,
+              (std::vector<listen_address>{{"::1", 9000}}));
+    EXPECT_EQ(load("listen = [\n  \":80\",\n  \"[::1]:81\",\n  \"127.0.0.1:0\",\n"
+                   "  \"127.0.0.1:0\",\n]\n")
+                  .listen,
+              (std::vector<listen_address>{
+                  {"0.0.0.0", 80}, {"::1", 81}, {"127.0.0.1", 0}, {"127.0.0.1", 0}}));
+}
+
+TEST_F(ConfigFileTest, ListenErrorsPointAtTheBadElement) {
+    EXPECT_TRUE(contains(load_error("listen = [\n  \":80\",\n  \"nope\",\n]\n", 3),
+                         "listen: expected HOST:PORT such as"));
+    EXPECT_TRUE(contains(load_error("listen = [\n  \":80\",\n  \":80\",\n]\n", 3),
+                         "listen: \":80\" is listed twice"));
+    EXPECT_TRUE(contains(load_error("listen = [\n  \":80\",\n  80,\n]\n", 3),
+                         "listen: expected HOST:PORT such as \"127.0.0.1:8080\", \"[::1]:8080\" "
+                         "or \":8080\", got 80"));
+    EXPECT_TRUE(contains(load_error("\nlisten = []\n", 2), "listen: needs at least one"));
+    EXPECT_TRUE(contains(load_error("listen = 8080\n", 1), "listen: expected a HOST:PORT string"));
+}
+
+TEST_F(ConfigFileTest, AdminListenTakesOneAddress) {
+    EXPECT_EQ(load("admin_listen = \"[::1]:9090\"\n").admin_listen, (listen_address{"::1", 9090}));
+    EXPECT_TRUE(contains(load_error("admin_listen = [\":9090\"]\n", 1),
+                         "admin_listen: expected HOST:PORT such as"));
+}
+
+// --- The rest of the keys --------------------------------------------------------------------
+
+TEST_F(ConfigFileTest, EveryKeyIsReadFromTheFile) {
+    const config c = load("listen = [\"[::1]:1\", \":2\"]\n"
+                          "docroot = \"/srv/www\"\n"
+                          "keep_alive_timeout = \"5s\"\n"
+                          "header_timeout = \"6s\"\n"
+                          "body_timeout = \"7s\"\n"
+                          "send_timeout = \"8s\"\n"
+                          "drain_timeout = \"9s\"\n"
+                          "max_requests_per_connection = 10\n"
+                          "max_header_bytes = \"11k\"\n"
+                          "max_body_bytes = \"12m\"\n"
+                          "workers = 13\n"
+                          "max_connections = 14\n"
+                          "admin_listen = \"127.0.0.1:15\"\n"
+                          "log_level = \"trace\"\n"
+                          "access_log = \"-\"\n"
+                          "expire_batch = 17\n"
+                          "timeouts = false\n");
+    config expected;
+    expected.listen = {{"::1", 1}, {"0.0.0.0", 2}};
+    expected.docroot = "/srv/www";
+    expected.keep_alive_timeout = 5s;
+    expected.header_timeout = 6s;
+    expected.body_timeout = 7s;
+    expected.send_timeout = 8s;
+    expected.drain_timeout = 9s;
+    expected.max_requests_per_connection = 10;
+    expected.max_header_bytes = 11 * 1024;
+    expected.max_body_bytes = 12 * 1024 * 1024;
+    expected.workers = 13;
+    expected.max_connections = 14;
+    expected.admin_listen = listen_address{"127.0.0.1", 15};
+    expected.log_level = "trace";
+    expected.access_log = "-";
+    expected.expire_batch = 17;
+    expected.timeouts = false;
+    expect_same(c, expected);
+    EXPECT_EQ(c.config_file, dir / "tarry.toml");
+}
+
+TEST_F(ConfigFileTest, FileOnlyOverridesTheKeysItSets) {
+    config base;
+    base.workers = 3;
+    base.log_level = "error";
+    const config c = load_config_file(write("log_level = \"debug\"\n"), base);
+    EXPECT_EQ(c.workers, 3U);
+    EXPECT_EQ(c.log_level, "debug");
+}
+
+TEST_F(ConfigFileTest, LogLevelMustBeKnown) {
+    for (const std::string level : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+        EXPECT_EQ(load("log_level = \"" + level + "\"\n").log_level, level);
+    }
+    EXPECT_TRUE(contains(load_error("\nlog_level = \"verbose\"\n", 2),
+                         "log_level: expected one of trace, debug, info, warn, error, critical, "
+                         "off, got \"verbose\""));
+    EXPECT_TRUE(contains(load_error("log_level = \"INFO\"\n", 1), "got \"INFO\""));
+}
+
+TEST_F(ConfigFileTest, PathsMustNotBeEmpty) {
+    EXPECT_TRUE(contains(load_error("docroot = \"\"\n", 1), "docroot: expected a directory path"));
+    EXPECT_TRUE(contains(load_error("access_log = \"\"\n", 1), "access_log: expected a file path"));
+}
+
+// --- File errors -----------------------------------------------------------------------------
+
+TEST_F(ConfigFileTest, UnknownKeyNamesTheKeyTheLineAndTheClosestKey) {
+    const fs::path file = write("# tarry\nworkers = 2\nkeepalive_timeout = \"65s\"\n");
+    EXPECT_EQ(error_of([&] { load_config_file(file); }),
+              file.string() +
+                  ":3: unknown key \"keepalive_timeout\" (did you mean \"keep_alive_timeout\"?)");
+}
+
+TEST_F(ConfigFileTest, UnknownKeysWithDashesOrTablesAreExplained) {
+    EXPECT_TRUE(contains(load_error("\nmax-body-bytes = 5\n", 2),
+                         "unknown key \"max-body-bytes\" (did you mean \"max_body_bytes\"?)"));
+    EXPECT_TRUE(contains(load_error("workers = 1\n\n[server]\nport = 80\n", 3),
+                         "unknown key \"server\" (tarry's settings are all top-level keys"));
+    EXPECT_TRUE(
+        contains(load_error("config_file = \"x.toml\"\n", 1), "unknown key \"config_file\""));
+}
+
+TEST_F(ConfigFileTest, WrongTypeNamesTheKeyAndTheLine) {
+    EXPECT_TRUE(contains(load_error("\nworkers = \"4\"\n", 2),
+                         "workers: expected an integer from 0 to 1024 (0: one per core), got "
+                         "\"4\""));
+    EXPECT_TRUE(
+        contains(load_error("\n\ntimeouts = \"yes\"\n", 3), "timeouts: expected true or false"));
+    EXPECT_TRUE(
+        contains(load_error("docroot = [\"a\"]\n", 1), "docroot: expected a directory path"));
+    EXPECT_TRUE(contains(load_error("log_level = 3\n", 1), "log_level: expected one of"));
+    EXPECT_TRUE(contains(load_error("header_timeout = { s = 1 }\n", 1), "got a table"));
+}
+
+TEST_F(ConfigFileTest, TomlSyntaxErrorHasTheLine) {
+    const std::string message = load_error("workers = 1\n\n\nlog_level = = \"info\"\n", 4);
+    EXPECT_TRUE(contains(message, "TOML syntax error: ")) << message;
+    EXPECT_TRUE(contains(load_error("workers = 1\nworkers = 2\n", 2), "TOML syntax error: "));
+    EXPECT_TRUE(contains(load_error("\nlog_level = \"info\n", 2), "TOML syntax error: "));
+}
+
+TEST_F(ConfigFileTest, ErrorsAreReportedInFileOrder) {
+    // "admin_listen" sorts first, but the workers line comes first in the file.
+    const std::string message = load_error("workers = -1\nadmin_listen = \"x\"\n", 1);
+    EXPECT_TRUE(contains(message, "workers: "));
+}
+
+TEST_F(ConfigFileTest, MessagesStayOnOneLine) {
+    const std::string message = load_error("log_level = \"in\\nfo\"\n", 1);
+    EXPECT_TRUE(contains(message, R"(got "in\x0afo")")) << message;
+}
+
+TEST_F(ConfigFileTest, MissingFileIsAnError) {
+    const fs::path file = dir / "absent.toml";
+    const std::string message = error_of([&] { load_config_file(file); });
+    EXPECT_TRUE(one_line(message));
+    EXPECT_EQ(message, file.string() + ": cannot read the config file: No such file or directory");
+    EXPECT_EQ(error_of([&] { parse(args{"--config", file.string()}); }), message);
+}
+
+TEST_F(ConfigFileTest, DirectoryIsNotAConfigFile) {
+    EXPECT_EQ(error_of([&] { load_config_file(dir); }),
+              dir.string() + ": cannot read the config file: it is a directory");
+}
+
+TEST_F(ConfigFileTest, EmptyFileKeepsTheBase) {
+    const config c = load("# nothing here\n");
+    expect_same(c, config{});
+    EXPECT_EQ(c.config_file, dir / "tarry.toml");
+}
+
+// --- Command line ----------------------------------------------------------------------------
+
+TEST(CommandLine, EveryFlagSetsItsField) {
+    const command_line cl = parse(args{"--listen",
+                                       "[::1]:1",
+                                       "--listen=:2",
+                                       "--docroot",
+                                       "/srv/www",
+                                       "--keep-alive-timeout",
+                                       "5s",
+                                       "--header-timeout",
+                                       "6s",
+                                       "--body-timeout",
+                                       "7s",
+                                       "--send-timeout",
+                                       "8s",
+                                       "--drain-timeout=0s",
+                                       "--max-requests",
+                                       "0",
+                                       "--workers",
+                                       "13",
+                                       "--max-connections",
+                                       "14",
+                                       "--admin-listen",
+                                       "127.0.0.1:15",
+                                       "--log-level",
+                                       "warn",
+                                       "--access-log",
+                                       "-",
+                                       "--no-timeouts"});
+    config expected;
+    expected.listen = {{"::1", 1}, {"0.0.0.0", 2}};
+    expected.docroot = "/srv/www";
+    expected.keep_alive_timeout = 5s;
+    expected.header_timeout = 6s;
+    expected.body_timeout = 7s;
+    expected.send_timeout = 8s;
+    expected.drain_timeout = 0s;
+    expected.max_requests_per_connection = 0;
+    expected.workers = 13;
+    expected.max_connections = 14;
+    expected.admin_listen = listen_address{"127.0.0.1", 15};
+    expected.log_level = "warn";
+    expected.access_log = "-";
+    expected.timeouts = false;
+    EXPECT_EQ(cl.what, command_line::action::run);
+    expect_same(cl.cfg, expected);
+    EXPECT_FALSE(cl.cfg.config_file);
+}
+
+TEST(CommandLine, DecimalDurationFlag) {
+    EXPECT_EQ(parse(args{"--keep-alive-timeout", "1.5s"}).cfg.keep_alive_timeout, 1500ms);
+}
+
+TEST(CommandLine, EachBadFlagNamesTheFlag) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"--keep-alive-timeout", "abc"},
+         R"(--keep-alive-timeout: expected a duration such as "65s" or "250ms", got "abc")"},
+        {{"--keep-alive-timeout", "65"}, R"(--keep-alive-timeout: expected a duration)"},
+        {{"--header-timeout", "0s"}, "--header-timeout: must be more than zero, got \"0s\""},
+        {{"--body-timeout", "5d"}, "--body-timeout: expected a duration"},
+        {{"--send-timeout=-1s"}, "--send-timeout: expected a duration"},
+        {{"--drain-timeout", "25h"}, "--drain-timeout: must be at most 24h"},
+        {{"--max-requests", "-1"},
+         "--max-requests: expected an integer from 0 to 4294967295 (0: unlimited), got \"-1\""},
+        {{"--max-requests", "4294967296"}, "--max-requests: expected an integer"},
+        {{"--workers", "abc"},
+         "--workers: expected an integer from 0 to 1024 (0: one per core), got \"abc\""},
+        {{"--workers", "1025"}, "--workers: expected an integer from 0 to 1024"},
+        {{"--workers", "+4"}, "--workers: expected an integer"},
+        {{"--max-connections", "1e3"}, "--max-connections: expected an integer of 0 or more"},
+        {{"--listen", "nope"}, "--listen: expected HOST:PORT"},
+        {{"--listen", ":80", "--listen", ":80"}, "--listen: \":80\" is listed twice"},
+        {{"--admin-listen", "1.2.3.4"}, "--admin-listen: expected HOST:PORT"},
+        {{"--log-level", "verbose"}, "--log-level: expected one of trace, debug, info"},
+        {{"--docroot"}, "--docroot: expected a value"},
+        {{"--docroot", "--workers", "2"}, "--docroot: expected a value"},
+        {{"--access-log", ""}, "--access-log: expected a value"},
+        {{"--config"}, "--config: expected a value"},
+        {{"--listen"}, "--listen: expected a value"},
+        {{"--workers", "1", "--workers", "2"}, "--workers: given more than once"},
+        {{"--no-timeouts=false"}, "--no-timeouts: takes no value, got \"false\""},
+        {{"--bogus"}, "--bogus: unknown flag"},
+        {{"--bogus=1"}, "--bogus: unknown flag"},
+        {{"--keepalive-timeout", "5s"},
+         "--keepalive-timeout: unknown flag (did you mean --keep-alive-timeout?)"},
+        {{"--max-header-bytes", "1k"},
+         "--max-header-bytes: unknown flag (max_header_bytes can only be set in the config file)"},
+        {{"-x"}, "-x: unknown flag"},
+        {{"serve"}, "unexpected argument \"serve\""},
+        {{"--workers", "2", "extra"}, "unexpected argument \"extra\""},
+        {{"--", "--workers"}, "unexpected argument \"--workers\""},
+    };
+    for (const auto& [list, expected] : cases) {
+        const args a(list);
+        const std::string message = error_of([&] { parse(a); });
+        EXPECT_TRUE(one_line(message));
+        EXPECT_EQ(message.rfind(expected, 0), 0U) << "got: " << message;
+    }
+}
+
+TEST(CommandLine, CheckConfigAction) {
+    const command_line cl = parse(args{"--check-config", "--workers", "3"});
+    EXPECT_EQ(cl.what, command_line::action::check_config);
+    EXPECT_EQ(cl.cfg.workers, 3U);
+}
+
+TEST(CommandLine, HelpActionFillsTheHelpText) {
+    for (const std::string flag : {"--help", "-h"}) {
+        const command_line cl = parse(args{flag});
+        EXPECT_EQ(cl.what, command_line::action::help);
+        for (const std::string name :
+             {"--config", "--listen", "--docroot", "--keep-alive-timeout", "--header-timeout",
+              "--body-timeout", "--send-timeout", "--drain-timeout", "--max-requests", "--workers",
+              "--max-connections", "--admin-listen", "--log-level", "--access-log", "--no-timeouts",
+              "--check-config", "--version"}) {
+            EXPECT_TRUE(contains(cl.help_text, name));
+        }
+    }
+}
+
+TEST(CommandLine, HelpWinsOverABadConfigFile) {
+    const command_line cl = parse(args{"--config", "/nonexistent/tarry.toml", "--help"});
+    EXPECT_EQ(cl.what, command_line::action::help);
+    EXPECT_FALSE(cl.help_text.empty());
+}
+
+TEST(CommandLine, VersionAction) {
+    const command_line cl = parse(args{"--version", "--config", "/nonexistent/tarry.toml"});
+    EXPECT_EQ(cl.what, command_line::action::version);
+    EXPECT_TRUE(cl.help_text.empty());
+}
+
+TEST(CommandLine, HandlesAnEmptyArgv) {
+    EXPECT_EQ(parse_command_line(0, nullptr).what, command_line::action::run);
+}
+
+TEST_F(ConfigFileTest, FlagsOverrideTheFileWhichOverridesDefaults) {
+    const fs::path file = write("keep_alive_timeout = \"30s\"\n"
+                                "header_timeout = \"20s\"\n"
+                                "workers = 4\n"
+                                "log_level = \"debug\"\n"
+                                "timeouts = true\n");
+    const command_line cl = parse(args{"--workers", "2", "--config", file.string(),
+                                       "--keep-alive-timeout", "5s", "--no-timeouts"});
+    EXPECT_EQ(cl.what, command_line::action::run);
+    EXPECT_EQ(cl.cfg.keep_alive_timeout, 5s); // flag over file
+    EXPECT_EQ(cl.cfg.workers, 2U);            // flag over file, even though given first
+    EXPECT_FALSE(cl.cfg.timeouts);            // flag over file
+    EXPECT_EQ(cl.cfg.header_timeout, 20s);    // file over default
+    EXPECT_EQ(cl.cfg.log_level, "debug");     // file over default
+    EXPECT_EQ(cl.cfg.body_timeout, 60s);      // default
+    EXPECT_EQ(cl.cfg.config_file, file);
+}
+
+TEST_F(ConfigFileTest, ListenFlagsReplaceTheFileList) {
+    const fs::path file = write("listen = [\"127.0.0.1:1\", \"127.0.0.1:2\", \"127.0.0.1:3\"]\n");
+    EXPECT_EQ(parse(args{"--config", file.string()}).cfg.listen,
+              (std::vector<listen_address>{{"127.0.0.1", 1}, {"127.0.0.1", 2}, {"127.0.0.1", 3}}));
+    EXPECT_EQ(parse(args{"--config", file.string(), "--listen", "[::1]:8080", "--listen", ":9090"})
+                  .cfg.listen,
+              (std::vector<listen_address>{{"::1", 8080}, {"0.0.0.0", 9090}}));
+}
+
+TEST_F(ConfigFileTest, CheckConfigReadsTheFileAndReportsItsErrors) {
+    const fs::path good = write("workers = 7\n", "good.toml");
+    const command_line cl = parse(args{"--check-config", "--config", good.string()});
+    EXPECT_EQ(cl.what, command_line::action::check_config);
+    EXPECT_EQ(cl.cfg.workers, 7U);
+    const fs::path bad = write("\nworkers = 7000\n", "bad.toml");
+    EXPECT_TRUE(contains(error_of([&] {
+                             parse(args{"--check-config", "--config", bad.string()});
+                         }),
+                         bad.string() + ":2: workers: "));
+}
+
+TEST_F(ConfigFileTest, ConfigGivenTwiceIsAnError) {
+    const fs::path file = write("workers = 1\n");
+    EXPECT_EQ(error_of([&] {
+                  parse(args{"--config", file.string(), "--config", file.string()});
+              }),
+              "--config: given more than once");
+}
+
+// --- Reload ----------------------------------------------------------------------------------
+
+TEST_F(ConfigFileTest, ReloadPicksUpTheChangedFileWhileFlagsStillWin) {
+    const fs::path file = write("keep_alive_timeout = \"30s\"\nworkers = 4\n");
+    const args a{"--config", file.string(), "--workers", "2"};
+    const config first = parse(a).cfg;
+    EXPECT_EQ(first.keep_alive_timeout, 30s);
+    EXPECT_EQ(first.workers, 2U);
+    EXPECT_EQ(first.log_level, "info");
+
+    write("keep_alive_timeout = \"10s\"\nworkers = 8\nlog_level = \"warn\"\n");
+    const config second = reload_config(first, a.argc(), a.argv());
+    EXPECT_EQ(second.keep_alive_timeout, 10s);
+    EXPECT_EQ(second.workers, 2U);
+    EXPECT_EQ(second.log_level, "warn");
+    EXPECT_EQ(second.config_file, file);
+
+    write("\n\nkeep_alive_timeout = \"10\"\n");
+    const std::string message = error_of([&] { reload_config(second, a.argc(), a.argv()); });
+    EXPECT_TRUE(contains(message, file.string() + ":3: keep_alive_timeout: ")) << message;
+}
+
+TEST_F(ConfigFileTest, ReloadWithoutAFileReturnsTheFlags) {
+    const args a{"--workers", "5"};
+    config current;
+    current.workers = 9;
+    EXPECT_EQ(reload_config(current, a.argc(), a.argv()).workers, 5U);
+}
+
+TEST(Reload, RefusesACommandLineThatDoesNotRunAServer) {
+    const args a{"--help"};
+    EXPECT_TRUE(
+        contains(error_of([&] { reload_config(config{}, a.argc(), a.argv()); }), "reload: "));
+}
+
+// --- The example file ------------------------------------------------------------------------
+
+TEST(ExampleFile, ParsesToTheDefaults) {
+    ASSERT_TRUE(fs::exists(example_file)) << example_file;
+    const config c = load_config_file(example_file);
+    expect_same(c, config{});
+    EXPECT_EQ(c.config_file, example_file);
+}
+
+TEST(ExampleFile, DocumentsEveryKey) {
+    std::ifstream in(example_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const std::string key :
+         {"listen", "docroot", "keep_alive_timeout", "header_timeout", "body_timeout",
+          "send_timeout", "drain_timeout", "max_requests_per_connection", "max_header_bytes",
+          "max_body_bytes", "workers", "max_connections", "admin_listen", "log_level", "access_log",
+          "expire_batch", "timeouts"}) {
+        // Set, or shown commented out for the keys that are off by default.
+        const bool set = text.str().find("\n" + key + " = ") != std::string::npos;
+        const bool shown = text.str().find("\n# " + key + " = ") != std::string::npos;
+        EXPECT_TRUE(set || shown) << key;
+    }
+}
+
+TEST_F(ConfigFileTest, ExampleFileCommentedKeysAreValidToo) {
+    std::ifstream in(example_file);
+    std::string line;
+    std::string uncommented;
+    // Uncommenting the optional keys must give a valid file as well.
+    while (std::getline(in, line)) {
+        for (const std::string key : {"docroot", "admin_listen", "access_log"}) {
+            if (line.rfind("# " + key + " = ", 0) == 0) line = line.substr(2);
+        }
+        uncommented += line + "\n";
+    }
+    const config c = load(uncommented);
+    EXPECT_TRUE(c.docroot);
+    EXPECT_TRUE(c.admin_listen);
+    EXPECT_TRUE(c.access_log);
+}
+
+} // namespace
+} // namespace tarry::server::test
