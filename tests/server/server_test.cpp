@@ -1,0 +1,376 @@
+// The server in-process on 127.0.0.1:0 with real sockets and short timeouts. Every timing check
+// is one-sided with generous slack: "not before the deadline" is exact, "soon after" allows
+// seconds, so a loaded machine makes these slower, never red.
+#include "test_client.hpp"
+
+#include <server.hpp>
+
+#include <gtest/gtest.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+namespace tarry::test {
+namespace {
+
+using server::close_reason;
+using server::config;
+
+std::int64_t closes(server::server& s, close_reason r) {
+    std::int64_t n = 0;
+    for (auto& w : s.workers()) n += w->metrics().closes[static_cast<std::size_t>(r)].get();
+    return n;
+}
+
+class ServerTest : public ::testing::Test {
+protected:
+    config cfg;
+    std::unique_ptr<server::server> srv;
+    std::thread runner;
+    std::uint16_t port = 0;
+
+    ServerTest() {
+        cfg.listen = {{"127.0.0.1", 0}};
+        cfg.workers = 1;
+        cfg.drain_timeout = 5s;
+    }
+
+    void start() {
+        srv = std::make_unique<server::server>(cfg);
+        port = srv->endpoints().at(0).port();
+        runner = std::thread([this] { srv->run(); });
+    }
+
+    void TearDown() override {
+        if (!srv) return;
+        srv->stop();
+        runner.join();
+    }
+
+    /// Polls `pred` until it holds or a generous deadline passes.
+    template <class Pred> static bool eventually(Pred pred, steady::duration limit = 5s) {
+        const auto deadline = steady::now() + limit;
+        while (!pred()) {
+            if (steady::now() > deadline) return false;
+            std::this_thread::sleep_for(5ms);
+        }
+        return true;
+    }
+};
+
+TEST_F(ServerTest, TwoRequestsOnOneConnection) {
+    cfg.keep_alive_timeout = 65s;
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.connected());
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_TRUE(c.send(get));
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(r->body, "Hello, World!");
+        EXPECT_TRUE(r->has("Content-Type: text/plain"));
+        EXPECT_TRUE(r->has("Content-Length: 13"));
+        EXPECT_TRUE(r->has("Server: tarry"));
+        EXPECT_TRUE(r->has("Keep-Alive: timeout=64"));
+        EXPECT_FALSE(r->has("Connection: close"));
+    }
+    EXPECT_FALSE(c.closed());
+}
+
+TEST_F(ServerTest, DateIsCurrentImfFixdate) {
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send(get));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    const auto at = r->head.find("\r\nDate: ");
+    ASSERT_NE(at, std::string::npos);
+    const std::string date = r->head.substr(at + 8, 29);
+    std::tm tm{};
+    ASSERT_NE(strptime(date.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm), nullptr) << date;
+    const std::time_t sent = timegm(&tm);
+    EXPECT_LE(std::abs(std::time(nullptr) - sent), 2) << date;
+}
+
+TEST_F(ServerTest, IdleConnectionClosedAfterKeepAliveTimeoutNeverBefore) {
+    cfg.keep_alive_timeout = 300ms;
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send(get));
+    ASSERT_TRUE(c.read_response());
+    const auto answered = steady::now();
+    const auto closed = c.wait_closed(10s);
+    ASSERT_TRUE(closed);
+    EXPECT_GE(*closed - answered, 300ms);
+    EXPECT_LT(*closed - answered, 3s);
+    EXPECT_TRUE(c.pending().empty()); // a silent close
+    EXPECT_TRUE(eventually([&] { return closes(*srv, close_reason::keep_alive_timeout) == 1; }));
+}
+
+TEST_F(ServerTest, ActivityEveryHalfTimeoutKeepsItOpenForThreeTimeouts) {
+    cfg.keep_alive_timeout = 300ms;
+    start();
+    test_client c(port);
+    const auto until = steady::now() + 900ms;
+    while (steady::now() < until) {
+        ASSERT_TRUE(c.send(get));
+        ASSERT_TRUE(c.read_response());
+        std::this_thread::sleep_for(150ms);
+    }
+    EXPECT_FALSE(c.closed());
+    EXPECT_EQ(closes(*srv, close_reason::keep_alive_timeout), 0);
+}
+
+TEST_F(ServerTest, SlowlorisTrickleClosedAtHeaderTimeoutWith408) {
+    cfg.header_timeout = 300ms;
+    start();
+    test_client c(port);
+    const auto started = steady::now();
+    ASSERT_TRUE(c.send("GET / HTTP/1.1\r\n"));
+    // One header line every 50 ms: the deadline is a total from the first byte, not a gap.
+    for (int i = 0; i < 40 && !c.closed(); ++i) {
+        c.send("X-Trickle-" + std::to_string(i) + ": y\r\n");
+        c.wait_closed(50ms);
+    }
+    auto r = c.read_response(5s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 408);
+    EXPECT_TRUE(r->has("Connection: close"));
+    const auto closed = c.wait_closed(5s);
+    ASSERT_TRUE(closed);
+    EXPECT_GE(*closed - started, 300ms);
+    EXPECT_LT(*closed - started, 1900ms); // well before the 40 * 50 ms of trickle
+    EXPECT_EQ(closes(*srv, close_reason::header_timeout), 1);
+}
+
+TEST_F(ServerTest, NothingSentIsClosedSilentlyAtHeaderTimeout) {
+    cfg.header_timeout = 200ms;
+    start();
+    test_client c(port);
+    const auto started = steady::now();
+    const auto closed = c.wait_closed(5s);
+    ASSERT_TRUE(closed);
+    EXPECT_GE(*closed - started, 200ms);
+    EXPECT_TRUE(c.pending().empty());
+}
+
+TEST_F(ServerTest, StalledBodyGets408AtBodyTimeout) {
+    cfg.body_timeout = 250ms;
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc"));
+    const auto sent = steady::now();
+    auto r = c.read_response(5s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 408);
+    EXPECT_GE(steady::now() - sent, 250ms);
+    EXPECT_TRUE(c.wait_closed(5s));
+    EXPECT_EQ(closes(*srv, close_reason::body_timeout), 1);
+}
+
+TEST_F(ServerTest, BodyReadsResetTheBodyTimeout) {
+    cfg.body_timeout = 300ms;
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 8\r\n\r\n"));
+    for (int i = 0; i < 8; ++i) { // 8 gaps of 150 ms: 1.2 s in all, each gap under the timeout
+        std::this_thread::sleep_for(150ms);
+        ASSERT_TRUE(c.send("x"));
+    }
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405); // the hello route takes GET and HEAD
+    EXPECT_FALSE(c.closed());
+}
+
+TEST_F(ServerTest, ClientThatStopsReadingIsClosedAtSendTimeout) {
+    // Larger than what loopback's auto-tuned socket buffers can absorb.
+    const auto root = std::filesystem::temp_directory_path() / ("tarry_big_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(root);
+    std::ofstream(root / "big") << std::string(32 << 20, 'x');
+    cfg.docroot = root;
+    cfg.send_timeout = 300ms;
+    start();
+    test_client c(port, 4096);
+    ASSERT_TRUE(c.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n"));
+    const auto sent = steady::now();
+    EXPECT_TRUE(eventually([&] { return closes(*srv, close_reason::send_timeout) == 1; }, 10s));
+    EXPECT_GE(steady::now() - sent, 300ms);
+    std::filesystem::remove_all(root);
+}
+
+TEST_F(ServerTest, PipelinedResponsesComeInRequestOrder) {
+    const auto root = std::filesystem::temp_directory_path() / ("tarry_pipe_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(root);
+    for (const char* n : {"a", "b", "c"}) std::ofstream(root / n) << "body-" << n;
+    cfg.docroot = root;
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /missing HTTP/1.1\r\nHost: t\r\n\r\nGET /c HTTP/1.1\r\nHost: t\r\n\r\n"));
+    for (const char* want : {"body-a", "body-b", "", "body-c"}) {
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        if (*want == '\0') {
+            EXPECT_EQ(r->status, 404);
+        } else {
+            EXPECT_EQ(r->status, 200);
+            EXPECT_EQ(r->body, want);
+        }
+    }
+    std::filesystem::remove_all(root);
+}
+
+TEST_F(ServerTest, Http10ClosesUnlessKeepAliveRequested) {
+    start();
+    {
+        test_client c(port);
+        ASSERT_TRUE(c.send("GET / HTTP/1.0\r\n\r\n"));
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_TRUE(r->has("Connection: close"));
+        EXPECT_TRUE(c.wait_closed());
+    }
+    {
+        test_client c(port);
+        ASSERT_TRUE(c.send("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_TRUE(r->has("Connection: keep-alive"));
+        ASSERT_TRUE(c.send("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+        EXPECT_TRUE(c.read_response());
+        EXPECT_FALSE(c.closed());
+    }
+}
+
+TEST_F(ServerTest, ConnectionCloseIsHonoured) {
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->has("Connection: close"));
+    EXPECT_TRUE(c.wait_closed());
+}
+
+TEST_F(ServerTest, MaxRequestsPerConnection) {
+    cfg.max_requests_per_connection = 3;
+    start();
+    test_client c(port);
+    for (int i = 1; i <= 3; ++i) {
+        ASSERT_TRUE(c.send(get));
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->has("Connection: close"), i == 3) << i;
+    }
+    EXPECT_TRUE(c.wait_closed());
+}
+
+struct bad_request {
+    std::string bytes;
+    int status;
+};
+
+class MalformedRequestTest : public ServerTest, public ::testing::WithParamInterface<bad_request> {};
+
+TEST_P(MalformedRequestTest, GetsItsStatusAndAClose) {
+    cfg.max_header_bytes = 1024;
+    cfg.max_body_bytes = 100;
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send(GetParam().bytes));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, GetParam().status);
+    EXPECT_TRUE(r->has("Connection: close"));
+    EXPECT_TRUE(c.wait_closed(5s));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Classes, MalformedRequestTest,
+    ::testing::Values(
+        bad_request{"GET / HTTP/1.1\r\n\r\n", 400},                              // no Host
+        bad_request{"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},        // two Hosts
+        bad_request{"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n  folded\r\n\r\n", 400}, // obs-fold
+        bad_request{"GET / HTTP/1.1\r\nHost : a\r\n\r\n", 400},                  // space before colon
+        bad_request{"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                    "Content-Length: 3\r\n\r\n",
+                    400},
+        bad_request{"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: foo, chunked\r\n\r\n", 501},
+        bad_request{"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+        bad_request{"GET /" + std::string(2000, 'a') + " HTTP/1.1\r\nHost: a\r\n\r\n", 414},
+        bad_request{"GET / HTTP/1.1\r\nHost: a\r\nX: " + std::string(2000, 'a') + "\r\n\r\n", 431},
+        bad_request{"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n", 413},
+        bad_request{"GET / HTTP/1.1\r\nHost: a\r\nExpect: magic\r\n\r\n", 417},
+        bad_request{"G\x01T / HTTP/1.1\r\nHost: a\r\n\r\n", 400}));
+
+TEST_F(ServerTest, ExpectContinue) {
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+    auto interim = c.read_response();
+    ASSERT_TRUE(interim);
+    EXPECT_EQ(interim->status, 100);
+    ASSERT_TRUE(c.send("hello"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405);
+    ASSERT_TRUE(c.send(get)); // the body was consumed: the connection is in step
+    auto next = c.read_response();
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->status, 200);
+}
+
+TEST_F(ServerTest, GracefulStopFinishesTheRequestInFlight) {
+    cfg.keep_alive_timeout = 60s;
+    start();
+    test_client idle(port);
+    ASSERT_TRUE(idle.send(get));
+    ASSERT_TRUE(idle.read_response());
+    test_client busy(port);
+    ASSERT_TRUE(busy.send("GET / HTTP/1.1\r\nHost: t\r\n")); // headers not finished yet
+    std::this_thread::sleep_for(50ms);
+
+    srv->stop();
+    EXPECT_TRUE(idle.wait_closed(3s)); // idle connections close at once
+    test_client late(port);           // the listener is closed
+    EXPECT_FALSE(late.connected() && late.send(get) && late.read_response(500ms));
+
+    ASSERT_TRUE(busy.send("\r\n"));
+    auto r = busy.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->has("Connection: close"));
+    EXPECT_TRUE(busy.wait_closed());
+    runner.join(); // run() returns by itself: nothing is left to keep the workers alive
+    srv.reset();
+}
+
+TEST_F(ServerTest, StopWithNothingOpenReturnsPromptly) {
+    start();
+    const auto t0 = steady::now();
+    srv->stop();
+    runner.join();
+    srv.reset();
+    EXPECT_LT(steady::now() - t0, 3s); // no Date timer or empty timeout list holds it
+}
+
+TEST_F(ServerTest, TwoWorkersShareOnePort) {
+    cfg.workers = 2;
+    start();
+    for (int i = 0; i < 20; ++i) {
+        test_client c(port);
+        ASSERT_TRUE(c.send(get));
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+    }
+}
+
+} // namespace
+} // namespace tarry::test

@@ -1,0 +1,121 @@
+#pragma once
+
+// A blocking loopback client for integration tests: every wait has a deadline, so a broken
+// server fails a test instead of hanging it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tarry::test {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+struct response {
+    int status = 0;
+    std::string head;
+    std::string body;
+    [[nodiscard]] bool has(const std::string& field_line) const {
+        return head.find("\r\n" + field_line + "\r\n") != std::string::npos;
+    }
+};
+
+class test_client {
+public:
+    explicit test_client(std::uint16_t port, int rcvbuf = 0) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (rcvbuf != 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    }
+    test_client(const test_client&) = delete;
+    test_client& operator=(const test_client&) = delete;
+    ~test_client() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+    [[nodiscard]] bool connected() const { return connected_; }
+    [[nodiscard]] int fd() const { return fd_; }
+
+    bool send(const std::string& bytes) {
+        std::size_t off = 0;
+        while (off < bytes.size()) {
+            const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+            if (n <= 0) return false;
+            off += static_cast<std::size_t>(n);
+        }
+        return true;
+    }
+
+    /// Reads one response (Content-Length framed). nullopt on timeout or close.
+    std::optional<response> read_response(steady::duration timeout = 5s) {
+        const auto deadline = steady::now() + timeout;
+        std::size_t end;
+        while ((end = buf_.find("\r\n\r\n")) == std::string::npos)
+            if (!fill(deadline)) return std::nullopt;
+        response r;
+        r.head = buf_.substr(0, end + 2);
+        r.status = std::stoi(r.head.substr(9, 3));
+        std::size_t length = 0;
+        if (const auto at = r.head.find("\r\nContent-Length: "); at != std::string::npos)
+            length = std::stoul(r.head.substr(at + 18));
+        const bool informational = r.status / 100 == 1;
+        if (informational) length = 0;
+        while (buf_.size() < end + 4 + length)
+            if (!fill(deadline)) return std::nullopt;
+        r.body = buf_.substr(end + 4, length);
+        buf_.erase(0, end + 4 + length);
+        return r;
+    }
+
+    /// Waits until the server closes. Returns when it saw the close, or nullopt on timeout.
+    /// Bytes that arrive meanwhile are kept (read_response can still return them).
+    std::optional<steady::time_point> wait_closed(steady::duration timeout = 5s) {
+        const auto deadline = steady::now() + timeout;
+        while (!closed_)
+            if (!fill(deadline) && !closed_) return std::nullopt;
+        return closed_at_;
+    }
+
+    [[nodiscard]] bool closed() const { return closed_; }
+    [[nodiscard]] const std::string& pending() const { return buf_; }
+
+private:
+    bool fill(steady::time_point deadline) {
+        if (closed_) return false;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+        if (left.count() <= 0) return false;
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+        char tmp[65536];
+        const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+        if (n <= 0) {
+            closed_ = true;
+            closed_at_ = steady::now();
+            return false;
+        }
+        buf_.append(tmp, static_cast<std::size_t>(n));
+        return true;
+    }
+
+    int fd_ = -1;
+    bool connected_ = false;
+    bool closed_ = false;
+    steady::time_point closed_at_{};
+    std::string buf_;
+};
+
+inline const std::string get = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+
+} // namespace tarry::test
