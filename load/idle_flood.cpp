@@ -1,0 +1,891 @@
+// Measures how a keep-alive server expires a crowd of idle connections. Run:
+//   build/load/idle_flood --target 127.0.0.1:8080 --timeout 3s --connections 15000 --pid PID
+//
+// One probe connection is opened first. Then N flood connections, spread over source addresses
+// 127.0.0.2, 127.0.0.3, ... so that one source's ephemeral ports do not cap N, each send one
+// keep-alive GET, read the response, note when (last_response_at), and go idle with a read
+// pending. That read completing (EOF, reset, or any byte) marks when the server closed the
+// connection (closed_at). Against the server's configured keep-alive timeout this gives:
+//   - closed_before_timeout: closed_at - last_response_at < timeout. The correctness number: a
+//     server must never close a keep-alive connection before its timeout.
+//   - lateness (closed_at - last_response_at - timeout) and never_closed (still open at
+//     timeout + max-wait): how promptly and how reliably the server expires.
+//   - RSS growth per idle connection, from VmRSS in /proc/PID/status before and after the flood.
+//   - the latency a busy keep-alive client sees (the probe: one request every probe-interval)
+//     while the idle crowd expires around it.
+//
+// Timestamps are taken when the event loop resumes the connection, a little after the kernel had
+// the bytes. A late closed_at only makes a close look later; a late last_response_at makes it
+// look earlier, so the loop polls between connects to keep that delay well under a millisecond.
+// closed_before_timeout is strict, so a server whose timers tick in whole milliseconds off a
+// cached clock (nginx) shows closes up to ~1 ms early. closed_before_timeout_certain counts only
+// closes seen within the timeout of the request being sent, which no client delay can produce:
+// the server certainly closed those early.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <netinet/in.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+using time_point = clock_type::time_point;
+using duration = clock_type::duration;
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::string_view request = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+constexpr std::size_t max_connects_in_flight = 256;
+constexpr std::size_t spare_fds = 64;
+constexpr std::size_t max_head_bytes = 64 * 1024;
+// A SYN dropped by a full accept queue is retried after 1 s, then 3 s more: allow those before
+// calling the connection failed, while keeping the run bounded.
+constexpr duration open_timeout = 10s;
+constexpr duration csv_period = 10ms;
+
+double to_ms(duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command line
+
+struct options {
+    asio::ip::address target_address = asio::ip::make_address_v4("127.0.0.1");
+    std::uint16_t target_port = 8080;
+    std::string target_text = "127.0.0.1:8080";
+    std::size_t connections = 1000;
+    unsigned sources = 4;
+    std::optional<duration> timeout;
+    long pid = -1;
+    duration max_wait = 10s;
+    duration probe_interval = 1ms;
+    double open_rate = 0;
+    std::string csv_path;
+    bool json = false;
+};
+
+void print_usage(std::FILE* out) {
+    std::fputs(
+        "usage: idle_flood --timeout DUR [options]\n"
+        "  --target HOST:PORT      loopback server to flood (default 127.0.0.1:8080)\n"
+        "  --connections N         idle connections to open (default 1000)\n"
+        "  --sources N             spread them over source addresses 127.0.0.2.. (default 4;\n"
+        "                          0: let the kernel pick the source)\n"
+        "  --timeout DUR           the server's keep-alive timeout, e.g. 3s (required)\n"
+        "  --pid PID               server pid, to read VmRSS from /proc/PID/status\n"
+        "  --max-wait DUR          stop waiting for closes at timeout + DUR (default 10s)\n"
+        "  --probe-interval DUR    gap between probe requests (default 1ms)\n"
+        "  --open-rate N           connections opened per second; 0: as fast as possible with\n"
+        "                          at most 256 connects in flight (default 0)\n"
+        "  --csv FILE              write t_ms,open_connections every 10 ms\n"
+        "  --json                  print the report as one JSON object\n"
+        "DUR is a number with a unit: us, ms, s or m (\"1.5s\", \"250ms\").\n",
+        out);
+}
+
+std::optional<duration> parse_duration(std::string_view text) {
+    double value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || value < 0) return std::nullopt;
+    std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+    double seconds = 0;
+    if (unit == "us")
+        seconds = value / 1e6;
+    else if (unit == "ms")
+        seconds = value / 1e3;
+    else if (unit == "s")
+        seconds = value;
+    else if (unit == "m")
+        seconds = value * 60;
+    else
+        return std::nullopt; // a bare number is ambiguous between ms and s: refuse it
+    return std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds));
+}
+
+template <class Int> std::optional<Int> parse_int(std::string_view text) {
+    Int value{};
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+bool parse_target(std::string_view text, options& opt) {
+    auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return false;
+    std::string host(text.substr(0, colon));
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    if (host == "localhost") host = "127.0.0.1";
+    auto port = parse_int<std::uint16_t>(text.substr(colon + 1));
+    error_code ec;
+    auto address = asio::ip::make_address(host, ec);
+    if (ec || !port || *port == 0) return false;
+    opt.target_address = address;
+    opt.target_port = *port;
+    opt.target_text = std::string(text);
+    return true;
+}
+
+// Returns the options, or an error message (empty for --help).
+std::optional<options> parse_args(int argc, char** argv, std::string& error) {
+    options opt;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        std::string_view value;
+        bool has_value = false;
+        if (auto eq = arg.find('='); eq != std::string_view::npos && arg.starts_with("--")) {
+            value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+            has_value = true;
+        }
+        auto take_value = [&]() -> bool {
+            if (has_value) return true;
+            if (i + 1 >= argc) return false;
+            value = argv[++i];
+            return true;
+        };
+        auto bad = [&](std::string_view what) {
+            error = std::string(what) + ": " + std::string(arg) + " " + std::string(value);
+            return std::nullopt;
+        };
+        if (arg == "--help" || arg == "-h") {
+            error.clear();
+            return std::nullopt;
+        } else if (arg == "--json") {
+            opt.json = true;
+        } else if (!take_value()) {
+            error = "missing value or unknown flag: " + std::string(arg);
+            return std::nullopt;
+        } else if (arg == "--target") {
+            if (!parse_target(value, opt)) return bad("expected numeric HOST:PORT");
+        } else if (arg == "--connections") {
+            auto n = parse_int<std::size_t>(value);
+            if (!n || *n == 0) return bad("expected a positive count");
+            opt.connections = *n;
+        } else if (arg == "--sources") {
+            auto n = parse_int<unsigned>(value);
+            if (!n || *n > 250) return bad("expected 0..250");
+            opt.sources = *n;
+        } else if (arg == "--timeout") {
+            opt.timeout = parse_duration(value);
+            if (!opt.timeout || *opt.timeout <= duration::zero()) return bad("expected a duration");
+        } else if (arg == "--pid") {
+            auto n = parse_int<long>(value);
+            if (!n || *n <= 0) return bad("expected a pid");
+            opt.pid = *n;
+        } else if (arg == "--max-wait") {
+            auto d = parse_duration(value);
+            if (!d) return bad("expected a duration");
+            opt.max_wait = *d;
+        } else if (arg == "--probe-interval") {
+            auto d = parse_duration(value);
+            if (!d) return bad("expected a duration");
+            opt.probe_interval = *d;
+        } else if (arg == "--open-rate") {
+            double rate = 0;
+            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rate);
+            if (ec != std::errc{} || end != value.data() + value.size() || rate < 0)
+                return bad("expected connections per second");
+            opt.open_rate = rate;
+        } else if (arg == "--csv") {
+            opt.csv_path = std::string(value);
+        } else {
+            error = "unknown flag: " + std::string(arg);
+            return std::nullopt;
+        }
+    }
+    if (!opt.timeout) {
+        error = "--timeout is required (the server's keep-alive timeout, e.g. 3s)";
+        return std::nullopt;
+    }
+    // A flood tool aimed off-host would be a nuisance, and 127.0.0.x sources only route on
+    // loopback anyway.
+    if (!opt.target_address.is_loopback()) {
+        error = "--target must be a loopback address";
+        return std::nullopt;
+    }
+    if (opt.sources > 0 && !opt.target_address.is_v4()) {
+        error = "--sources needs an IPv4 target (use --sources 0 for IPv6)";
+        return std::nullopt;
+    }
+    return opt;
+}
+
+// Every flood connection holds a descriptor, plus a few for the probe, the event loop and stdio.
+bool ensure_fd_limit(std::size_t connections) {
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
+    if (lim.rlim_cur < lim.rlim_max) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+    }
+    if (connections + spare_fds > lim.rlim_cur) {
+        std::fprintf(stderr,
+                     "idle_flood: %zu connections need %zu file descriptors, but the limit is "
+                     "%llu (hard limit %llu); raise it with ulimit -Hn or use fewer connections\n",
+                     connections, connections + spare_fds,
+                     static_cast<unsigned long long>(lim.rlim_cur),
+                     static_cast<unsigned long long>(lim.rlim_max));
+        return false;
+    }
+    return true;
+}
+
+std::optional<long> read_rss_kb(long pid) {
+    if (pid <= 0) return std::nullopt;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.starts_with("VmRSS:")) continue;
+        auto digits = line.find_first_of("0123456789");
+        if (digits == std::string::npos) return std::nullopt;
+        return parse_int<long>(std::string_view(line).substr(
+            digits, line.find_first_not_of("0123456789", digits) - digits));
+    }
+    return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The minimal HTTP/1.1 response reader: status line, Content-Length, body.
+
+enum class parse_result { need_more, done, bad };
+
+bool iequals(std::string_view a, std::string_view b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+        return (x >= 'A' && x <= 'Z' ? x + 32 : x) == (y >= 'A' && y <= 'Z' ? y + 32 : y);
+    });
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+// On `done`, `total` is the byte count of head plus body.
+parse_result parse_response(std::string_view buf, int& status, std::size_t& total) {
+    auto head_end = buf.find("\r\n\r\n");
+    if (head_end == std::string_view::npos)
+        return buf.size() > max_head_bytes ? parse_result::bad : parse_result::need_more;
+    auto head = buf.substr(0, head_end + 2);
+    if (head.size() < 12 || !head.starts_with("HTTP/1.")) return parse_result::bad;
+    auto code = parse_int<int>(head.substr(9, 3));
+    if (!code) return parse_result::bad;
+    status = *code;
+    std::size_t body = 0;
+    auto pos = head.find("\r\n") + 2;
+    while (pos < head.size()) {
+        auto eol = head.find("\r\n", pos);
+        auto line = head.substr(pos, eol - pos);
+        pos = eol + 2;
+        auto colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        auto name = line.substr(0, colon);
+        auto value = trim(line.substr(colon + 1));
+        if (iequals(name, "content-length")) {
+            auto n = parse_int<std::size_t>(value);
+            if (!n) return parse_result::bad;
+            body = *n;
+        } else if (iequals(name, "transfer-encoding")) {
+            return parse_result::bad; // chunked bodies are out of scope for this tool
+        }
+    }
+    total = head_end + 4 + body;
+    return buf.size() >= total ? parse_result::done : parse_result::need_more;
+}
+
+// Leaves any bytes past the response in `buf`.
+asio::awaitable<error_code> read_response(tcp::socket& socket, std::string& buf, int& status) {
+    for (;;) {
+        std::size_t total = 0;
+        switch (parse_response(buf, status, total)) {
+        case parse_result::done:
+            buf.erase(0, total);
+            co_return error_code{};
+        case parse_result::bad:
+            co_return make_error_code(boost::system::errc::bad_message);
+        case parse_result::need_more:
+            break;
+        }
+        constexpr std::size_t chunk = 4096;
+        auto old = buf.size();
+        buf.resize(old + chunk);
+        auto [ec, n] =
+            co_await socket.async_read_some(asio::buffer(buf.data() + old, chunk), use_tuple);
+        buf.resize(old + n);
+        if (ec) co_return ec;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+enum class conn_state { opening, idle, closed, failed };
+
+struct flood_conn {
+    explicit flood_conn(asio::io_context& io) : socket(io), deadline(io) {}
+    tcp::socket socket;
+    asio::steady_timer deadline;
+    std::string buf;
+    char idle_byte = 0;
+    conn_state state = conn_state::opening;
+    bool timed_out = false;
+    bool stray_data = false;
+    time_point request_sent_at{};
+    time_point last_response_at{};
+    time_point closed_at{};
+};
+
+struct probe_sample {
+    time_point sent;
+    duration latency;
+};
+
+struct csv_sample {
+    long long t_ms;
+    std::size_t open;
+};
+
+class flood_run {
+public:
+    flood_run(asio::io_context& io, const options& opt)
+        : io_(io), opt_(opt), target_(opt.target_address, opt.target_port), probe_socket_(io),
+          probe_timer_(io), wake_(io), launch_timer_(io), sample_timer_(io) {}
+
+    // 0 when the run completed, 1 when the target could not be reached.
+    asio::awaitable<int> run();
+    void print_report() const;
+    bool write_csv() const;
+
+private:
+    asio::awaitable<void> launch();
+    asio::awaitable<void> drive(flood_conn& c, std::size_t index);
+    void open_failed(flood_conn& c, const std::string& reason, bool was_connected);
+    asio::awaitable<error_code> probe_connect();
+    asio::awaitable<std::tuple<error_code, int>> probe_exchange();
+    asio::awaitable<void> probe_loop();
+    asio::awaitable<void> sample_loop();
+    template <class Done> asio::awaitable<void> wait_until(Done done, time_point deadline);
+    void notify() { wake_.cancel(); }
+    void stop();
+
+    asio::io_context& io_;
+    const options& opt_;
+    tcp::endpoint target_;
+
+    std::vector<std::unique_ptr<flood_conn>> conns_;
+    std::size_t in_flight_ = 0; // launched, not yet idle or failed
+    std::size_t open_now_ = 0;  // TCP-connected and not closed, for the CSV
+    std::size_t opened_ = 0;    // reached idle
+    std::size_t failed_ = 0;
+    std::size_t closed_ = 0; // closed by the server after reaching idle
+    std::map<std::string, std::size_t> open_errors_;
+
+    tcp::socket probe_socket_;
+    asio::steady_timer probe_timer_;
+    std::string probe_buf_;
+    bool probe_measuring_ = false;
+    std::vector<probe_sample> probe_samples_;
+    std::size_t probe_errors_ = 0;
+    std::size_t probe_reconnects_ = 0;
+    std::size_t probe_connect_failures_ = 0;
+
+    asio::steady_timer wake_;         // the controller sleeps here; notify() wakes it
+    asio::steady_timer launch_timer_; // the launcher waits here for a slot or its schedule
+    asio::steady_timer sample_timer_;
+    std::vector<csv_sample> csv_;
+    bool stopping_ = false;
+
+    time_point first_connect_at_{};
+    time_point flood_idle_at_{};
+    time_point end_at_{};
+    std::optional<long> rss_before_kb_;
+    std::optional<long> rss_idle_kb_;
+    std::optional<long> rss_end_kb_;
+    std::size_t idle_at_rss_sample_ = 0;
+};
+
+template <class Done> asio::awaitable<void> flood_run::wait_until(Done done, time_point deadline) {
+    while (!done() && clock_type::now() < deadline) {
+        wake_.expires_at(deadline);
+        co_await wake_.async_wait(use_tuple);
+    }
+}
+
+asio::awaitable<int> flood_run::run() {
+    // The probe is connected before the flood so that it is not queued behind it.
+    if (auto ec = co_await probe_connect(); ec) {
+        std::fprintf(stderr, "idle_flood: cannot connect to %s: %s\n", opt_.target_text.c_str(),
+                     ec.message().c_str());
+        co_return 1;
+    }
+    if (auto [ec, status] = co_await probe_exchange(); ec || status != 200) {
+        std::fprintf(stderr, "idle_flood: %s did not answer GET / with 200: %s\n",
+                     opt_.target_text.c_str(),
+                     ec ? ec.message().c_str() : ("status " + std::to_string(status)).c_str());
+        co_return 1;
+    }
+    asio::co_spawn(io_, probe_loop(), [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+    });
+
+    rss_before_kb_ = read_rss_kb(opt_.pid);
+    conns_.reserve(opt_.connections);
+    first_connect_at_ = clock_type::now();
+    asio::co_spawn(io_, sample_loop(), [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+    });
+    asio::co_spawn(io_, launch(), [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+    });
+    co_await wait_until([this] { return opened_ + failed_ == opt_.connections; },
+                        time_point::max());
+
+    flood_idle_at_ = clock_type::now();
+    probe_measuring_ = true;
+    probe_timer_.cancel();
+
+    // Let the server finish allocating for the last arrivals before reading its RSS; stay well
+    // inside the timeout so that nothing has expired yet.
+    auto settle = std::min<duration>(200ms, *opt_.timeout / 4);
+    co_await wait_until([] { return false; }, flood_idle_at_ + settle);
+    rss_idle_kb_ = read_rss_kb(opt_.pid);
+    idle_at_rss_sample_ = opened_ - closed_;
+
+    co_await wait_until([this] { return closed_ == opened_; },
+                        flood_idle_at_ + *opt_.timeout + opt_.max_wait);
+    end_at_ = clock_type::now();
+    rss_end_kb_ = read_rss_kb(opt_.pid);
+    stop();
+    co_return 0;
+}
+
+asio::awaitable<void> flood_run::launch() {
+    for (std::size_t i = 0; i < opt_.connections && !stopping_; ++i) {
+        if (opt_.open_rate > 0) {
+            auto due = first_connect_at_ +
+                       std::chrono::duration_cast<duration>(
+                           std::chrono::duration<double>(static_cast<double>(i) / opt_.open_rate));
+            while (clock_type::now() < due) {
+                launch_timer_.expires_at(due);
+                co_await launch_timer_.async_wait(use_tuple);
+            }
+        } else {
+            while (in_flight_ >= max_connects_in_flight) {
+                launch_timer_.expires_at(time_point::max());
+                co_await launch_timer_.async_wait(use_tuple);
+            }
+        }
+        ++in_flight_;
+        conns_.push_back(std::make_unique<flood_conn>(io_));
+        asio::co_spawn(io_, drive(*conns_.back(), i), [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+        });
+        // Let the event loop poll between connects: responses that arrive while a long run of
+        // connects holds the loop would get a late last_response_at, which reads as an early
+        // close later.
+        co_await asio::post(io_, asio::use_awaitable);
+    }
+}
+
+void flood_run::open_failed(flood_conn& c, const std::string& reason, bool was_connected) {
+    error_code ignored;
+    c.socket.close(ignored);
+    c.deadline.cancel();
+    c.state = conn_state::failed;
+    c.buf = std::string();
+    if (was_connected) --open_now_;
+    --in_flight_;
+    ++failed_;
+    ++open_errors_[reason];
+    launch_timer_.cancel();
+    notify();
+}
+
+asio::awaitable<void> flood_run::drive(flood_conn& c, std::size_t index) {
+    c.deadline.expires_after(open_timeout);
+    c.deadline.async_wait([&c](error_code ec) {
+        if (ec || c.state != conn_state::opening) return;
+        c.timed_out = true;
+        error_code ignored;
+        c.socket.close(ignored);
+    });
+
+    error_code ec;
+    c.socket.open(target_.protocol(), ec);
+    if (!ec && opt_.sources > 0) {
+#ifdef IP_BIND_ADDRESS_NO_PORT
+        // Defer the port choice to connect(), where the kernel can reuse a port across
+        // destinations instead of reserving it at bind().
+        int one = 1;
+        ::setsockopt(c.socket.native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one,
+                     sizeof one);
+#endif
+        auto source = asio::ip::address_v4(
+            static_cast<asio::ip::address_v4::uint_type>(0x7F000002u + index % opt_.sources));
+        c.socket.bind(tcp::endpoint(source, 0), ec);
+    }
+    if (!ec) std::tie(ec) = co_await c.socket.async_connect(target_, use_tuple);
+    if (ec) {
+        open_failed(c, c.timed_out ? "open timeout" : "connect: " + ec.message(), false);
+        co_return;
+    }
+    ++open_now_;
+    c.request_sent_at = clock_type::now();
+    std::tie(ec, std::ignore) =
+        co_await asio::async_write(c.socket, asio::buffer(request), use_tuple);
+    int status = 0;
+    if (!ec) ec = co_await read_response(c.socket, c.buf, status);
+    if (ec || status != 200) {
+        open_failed(c,
+                    c.timed_out ? "open timeout"
+                    : ec        ? "request: " + ec.message()
+                                : "HTTP status " + std::to_string(status),
+                    true);
+        co_return;
+    }
+    c.last_response_at = clock_type::now();
+    c.deadline.cancel();
+    c.state = conn_state::idle;
+    c.buf = std::string(); // release it: 15000 idle buffers would distort nothing but our RSS
+    --in_flight_;
+    ++opened_;
+    launch_timer_.cancel();
+    notify();
+
+    auto [read_ec, n] = co_await c.socket.async_read_some(asio::buffer(&c.idle_byte, 1), use_tuple);
+    auto now = clock_type::now();
+    if (stopping_) co_return; // our own close at the end: the server never closed this one
+    c.closed_at = now;
+    c.state = conn_state::closed;
+    c.stray_data = !read_ec && n > 0;
+    error_code ignored;
+    c.socket.close(ignored);
+    --open_now_;
+    ++closed_;
+    notify();
+}
+
+asio::awaitable<error_code> flood_run::probe_connect() {
+    error_code ec;
+    probe_socket_.close(ec);
+    probe_buf_.clear();
+    std::tie(ec) = co_await probe_socket_.async_connect(target_, use_tuple);
+    if (!ec) probe_socket_.set_option(tcp::no_delay(true), ec);
+    co_return ec;
+}
+
+asio::awaitable<std::tuple<error_code, int>> flood_run::probe_exchange() {
+    auto [ec, n] = co_await asio::async_write(probe_socket_, asio::buffer(request), use_tuple);
+    int status = 0;
+    if (!ec) ec = co_await read_response(probe_socket_, probe_buf_, status);
+    co_return std::tuple{ec, status};
+}
+
+asio::awaitable<void> flood_run::probe_loop() {
+    // Before measuring starts, the probe only has to outlive the keep-alive timeout; sending every
+    // millisecond then would just add load to the opening phase.
+    auto keep_alive_gap =
+        std::max(opt_.probe_interval, std::min<duration>(*opt_.timeout / 4, 100ms));
+    bool connected = true;
+    while (!stopping_) {
+        if (!connected) {
+            if (auto ec = co_await probe_connect(); ec) {
+                if (stopping_) break;
+                ++probe_connect_failures_;
+                probe_timer_.expires_after(std::max<duration>(opt_.probe_interval, 1ms));
+                co_await probe_timer_.async_wait(use_tuple);
+                continue;
+            }
+            connected = true;
+        }
+        auto sent = clock_type::now();
+        auto [ec, status] = co_await probe_exchange();
+        if (stopping_) break;
+        if (ec) {
+            ++probe_reconnects_;
+            connected = false;
+            continue;
+        }
+        if (status != 200) ++probe_errors_;
+        if (probe_measuring_ && sent >= flood_idle_at_)
+            probe_samples_.push_back({sent, clock_type::now() - sent});
+        probe_timer_.expires_after(probe_measuring_ ? opt_.probe_interval : keep_alive_gap);
+        co_await probe_timer_.async_wait(use_tuple);
+    }
+}
+
+asio::awaitable<void> flood_run::sample_loop() {
+    auto next = first_connect_at_;
+    while (!stopping_) {
+        auto now = clock_type::now();
+        csv_.push_back(
+            {std::chrono::duration_cast<std::chrono::milliseconds>(now - first_connect_at_).count(),
+             open_now_});
+        next += csv_period;
+        if (next < now) next = now; // fell behind: do not burst to catch up
+        sample_timer_.expires_at(next);
+        co_await sample_timer_.async_wait(use_tuple);
+    }
+}
+
+void flood_run::stop() {
+    stopping_ = true;
+    csv_.push_back(
+        {std::chrono::duration_cast<std::chrono::milliseconds>(end_at_ - first_connect_at_).count(),
+         open_now_});
+    error_code ignored;
+    probe_timer_.cancel();
+    launch_timer_.cancel();
+    sample_timer_.cancel();
+    wake_.cancel();
+    probe_socket_.close(ignored);
+    for (auto& c : conns_) {
+        c->deadline.cancel();
+        if (c->state == conn_state::idle || c->state == conn_state::opening)
+            c->socket.close(ignored);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+// Nearest-rank percentile of sorted values.
+double percentile(const std::vector<double>& sorted, double p) {
+    if (sorted.empty()) return 0;
+    auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+    return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+}
+
+std::string number(std::optional<double> v, int decimals = 3) {
+    if (!v) return "null";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, *v);
+    return buf;
+}
+
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (char ch : s) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
+    }
+    return out + "\"";
+}
+
+struct summary {
+    std::optional<double> min, p50, p99, max;
+    std::size_t count = 0;
+};
+
+summary summarize(std::vector<double> values) {
+    summary s;
+    s.count = values.size();
+    if (values.empty()) return s;
+    std::sort(values.begin(), values.end());
+    s.min = values.front();
+    s.p50 = percentile(values, 0.50);
+    s.p99 = percentile(values, 0.99);
+    s.max = values.back();
+    return s;
+}
+
+void flood_run::print_report() const {
+    const duration timeout = *opt_.timeout;
+    std::size_t early = 0, certainly_early = 0, never_closed = 0, stray = 0;
+    std::vector<double> lateness;
+    std::optional<time_point> first_close, last_close;
+    for (const auto& c : conns_) {
+        if (c->state == conn_state::idle) ++never_closed;
+        if (c->state != conn_state::closed) continue;
+        auto idle_for = c->closed_at - c->last_response_at;
+        if (idle_for < timeout) ++early;
+        // The response cannot have left the server before the request was sent, nor the close
+        // after we saw it: under this bound the server surely closed early, whatever our own
+        // scheduling delays were.
+        if (c->closed_at - c->request_sent_at < timeout) ++certainly_early;
+        if (c->stray_data) ++stray;
+        lateness.push_back(to_ms(idle_for - timeout));
+        if (!first_close || c->closed_at < *first_close) first_close = c->closed_at;
+        if (!last_close || c->closed_at > *last_close) last_close = c->closed_at;
+    }
+    auto late = summarize(std::move(lateness));
+
+    std::vector<double> latencies;
+    std::optional<double> window_max;
+    std::size_t window_requests = 0;
+    for (const auto& s : probe_samples_) {
+        latencies.push_back(to_ms(s.latency));
+        // Any request in flight at some point of the window counts.
+        if (first_close && s.sent <= *last_close && s.sent + s.latency >= *first_close) {
+            ++window_requests;
+            window_max = std::max(window_max.value_or(0), to_ms(s.latency));
+        }
+    }
+    auto probe = summarize(std::move(latencies));
+
+    std::optional<double> rss_per_conn;
+    if (rss_before_kb_ && rss_idle_kb_ && idle_at_rss_sample_ > 0)
+        rss_per_conn = static_cast<double>(*rss_idle_kb_ - *rss_before_kb_) * 1024.0 /
+                       static_cast<double>(idle_at_rss_sample_);
+    auto kb = [](std::optional<long> v) { return v ? std::to_string(*v) : std::string("null"); };
+    auto since_idle = [this](std::optional<time_point> t) -> std::optional<double> {
+        if (!t) return std::nullopt;
+        return to_ms(*t - flood_idle_at_);
+    };
+    const double open_phase_ms = to_ms(flood_idle_at_ - first_connect_at_);
+
+    if (opt_.json) {
+        std::string errors = "{";
+        for (const auto& [reason, count] : open_errors_) {
+            if (errors.size() > 1) errors += ",";
+            errors += json_string(reason) + ":" + std::to_string(count);
+        }
+        errors += "}";
+        std::printf(
+            "{\"target\":%s,\"connections\":%zu,\"sources\":%u,\"timeout_ms\":%s,"
+            "\"closed_before_timeout\":%zu,\"closed_before_timeout_certain\":%zu,\"opened\":%zu,"
+            "\"failed_to_open\":%zu,"
+            "\"open_errors\":%s,\"closed\":%zu,\"never_closed\":%zu,\"closed_with_data\":%zu,"
+            "\"open_phase_ms\":%s,\"lateness_ms\":{\"min\":%s,\"p50\":%s,\"p99\":%s,\"max\":%s},"
+            "\"expiry_window_ms\":{\"first_close\":%s,\"last_close\":%s},"
+            "\"rss_before_kb\":%s,\"rss_idle_kb\":%s,\"rss_end_kb\":%s,"
+            "\"rss_per_idle_conn_bytes\":%s,\"idle_at_rss_sample\":%zu,"
+            "\"probe\":{\"requests\":%zu,\"non_200\":%zu,\"reconnects\":%zu,"
+            "\"connect_failures\":%zu,\"latency_ms\":{\"p50\":%s,\"p99\":%s,\"max\":%s},"
+            "\"expiry_window_requests\":%zu,\"expiry_window_max_ms\":%s}}\n",
+            json_string(opt_.target_text).c_str(), opt_.connections, opt_.sources,
+            number(to_ms(timeout)).c_str(), early, certainly_early, opened_, failed_,
+            errors.c_str(), closed_, never_closed, stray, number(open_phase_ms).c_str(),
+            number(late.min).c_str(), number(late.p50).c_str(), number(late.p99).c_str(),
+            number(late.max).c_str(), number(since_idle(first_close)).c_str(),
+            number(since_idle(last_close)).c_str(), kb(rss_before_kb_).c_str(),
+            kb(rss_idle_kb_).c_str(), kb(rss_end_kb_).c_str(), number(rss_per_conn, 0).c_str(),
+            idle_at_rss_sample_, probe.count, probe_errors_, probe_reconnects_,
+            probe_connect_failures_, number(probe.p50).c_str(), number(probe.p99).c_str(),
+            number(probe.max).c_str(), window_requests, number(window_max).c_str());
+        return;
+    }
+
+    std::printf("idle_flood %s: %zu connections over %u source address(es), timeout %s ms\n",
+                opt_.target_text.c_str(), opt_.connections, opt_.sources,
+                number(to_ms(timeout), 0).c_str());
+    std::printf("%s closed_before_timeout: %zu of %zu idle connections%s\n",
+                early ? "!!" : "==", early, opened_,
+                early ? "   <-- the server closed connections before their keep-alive timeout"
+                      : "   (correct)");
+    std::printf("   closed_before_timeout_certain: %zu (closed_at - request_sent_at < timeout); "
+                "earliest close %s ms before the timeout\n",
+                certainly_early, number(late.min ? -*late.min : late.min).c_str());
+    std::printf("connections: opened %zu, failed_to_open %zu, closed %zu, never_closed %zu, "
+                "closed_with_data %zu\n",
+                opened_, failed_, closed_, never_closed, stray);
+    for (const auto& [reason, count] : open_errors_)
+        std::printf("  open error: %s x%zu\n", reason.c_str(), count);
+    std::printf("open phase: %s ms%s\n", number(open_phase_ms, 1).c_str(),
+                open_phase_ms >= to_ms(timeout) ? "  (longer than the timeout: the first "
+                                                  "connections expired before the last opened)"
+                                                : "");
+    std::printf("lateness ms (closed_at - last_response_at - timeout): min %s p50 %s p99 %s "
+                "max %s\n",
+                number(late.min).c_str(), number(late.p50).c_str(), number(late.p99).c_str(),
+                number(late.max).c_str());
+    std::printf("expiry window: first close %s ms, last close %s ms after the flood went idle\n",
+                number(since_idle(first_close), 1).c_str(),
+                number(since_idle(last_close), 1).c_str());
+    std::printf("rss kB: before %s, idle %s, end %s; per idle connection %s bytes (%zu idle)\n",
+                kb(rss_before_kb_).c_str(), kb(rss_idle_kb_).c_str(), kb(rss_end_kb_).c_str(),
+                number(rss_per_conn, 0).c_str(), idle_at_rss_sample_);
+    std::printf("probe: %zu requests (%zu non-200), latency ms p50 %s p99 %s max %s; "
+                "reconnects %zu (failed connects %zu)\n",
+                probe.count, probe_errors_, number(probe.p50).c_str(), number(probe.p99).c_str(),
+                number(probe.max).c_str(), probe_reconnects_, probe_connect_failures_);
+    std::printf("probe during expiry window: %zu requests, worst %s ms\n", window_requests,
+                number(window_max).c_str());
+}
+
+bool flood_run::write_csv() const {
+    if (opt_.csv_path.empty()) return true;
+    std::ofstream out(opt_.csv_path);
+    out << "t_ms,open_connections\n";
+    for (const auto& s : csv_)
+        out << s.t_ms << ',' << s.open << '\n';
+    out.close();
+    if (!out) {
+        std::fprintf(stderr, "idle_flood: cannot write %s\n", opt_.csv_path.c_str());
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::string error;
+    auto opt = parse_args(argc, argv, error);
+    if (!opt) {
+        if (error.empty()) {
+            print_usage(stdout);
+            return 0;
+        }
+        std::fprintf(stderr, "idle_flood: %s\n", error.c_str());
+        print_usage(stderr);
+        return 1;
+    }
+    if (!ensure_fd_limit(opt->connections)) return 1;
+    if (opt->pid > 0 && !read_rss_kb(opt->pid)) {
+        std::fprintf(stderr, "idle_flood: cannot read VmRSS from /proc/%ld/status\n", opt->pid);
+        return 1;
+    }
+    if (opt->probe_interval >= *opt->timeout)
+        std::fprintf(stderr, "idle_flood: warning: --probe-interval is not shorter than "
+                             "--timeout; the server will close the probe between requests\n");
+
+    try {
+        asio::io_context io(1);
+        flood_run run(io, *opt);
+        int status = 1;
+        asio::co_spawn(io, run.run(), [&status](std::exception_ptr e, int rc) {
+            if (e) std::rethrow_exception(e);
+            status = rc;
+        });
+        io.run();
+        if (status != 0) return status;
+        run.print_report();
+        run.write_csv();
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "idle_flood: %s\n", e.what());
+        return 1;
+    }
+}
