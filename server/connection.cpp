@@ -1,9 +1,11 @@
 #include "connection.hpp"
 
+#include "plain_allocator.hpp"
 #include "worker.hpp"
 
 #include <timeout_registry.hpp>
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <sys/sendfile.h>
@@ -78,7 +80,7 @@ void connection::drive() {
                 session_.consume(in_->bytes.data(), in_len_, *out_, owner_.date().value());
             owner_.metrics().requests.add(static_cast<std::int64_t>(session_.requests() - before));
             if (used != 0) {
-                in_len_ -= used;
+                in_len_ -= static_cast<std::uint32_t>(used);
                 if (in_len_ != 0) std::memmove(in_->bytes.data(), in_->bytes.data() + used, in_len_);
             }
         }
@@ -127,7 +129,7 @@ bool connection::read_some(bool& drained) {
     for (;;) {
         const ssize_t n = ::recv(socket_.native_handle(), in_->bytes.data() + in_len_, space, 0);
         if (n > 0) {
-            in_len_ += static_cast<std::size_t>(n);
+            in_len_ += static_cast<std::uint32_t>(n);
             drained = static_cast<std::size_t>(n) < space;
             return true;
         }
@@ -150,7 +152,7 @@ bool connection::write_pending() {
         const ssize_t n = ::send(socket_.native_handle(), out_->data() + out_off_,
                                  out_->size() - out_off_, MSG_NOSIGNAL);
         if (n >= 0) {
-            out_off_ += static_cast<std::size_t>(n);
+            out_off_ += static_cast<std::uint32_t>(n);
             if (out_off_ < out_->size()) break;
             out_->clear();
             out_off_ = 0;
@@ -218,15 +220,15 @@ void connection::wait(bool writable) {
         enter(conn_phase::keep_alive, true);
         release_buffers(); // idle: hold nothing but the socket
     }
-    waiting_ = true;
     socket_.async_wait(writable ? socket_type::wait_write : socket_type::wait_read,
-                       [self = shared_from_this()](const boost::system::error_code& ec) {
-                           self->on_ready(ec);
-                       });
+                       boost::asio::bind_allocator(
+                           plain_allocator<void>(),
+                           [self = connection_ptr(this)](const boost::system::error_code& ec) {
+                               self->on_ready(ec);
+                           }));
 }
 
 void connection::on_ready(const boost::system::error_code& ec) {
-    waiting_ = false;
     if (closed_) return;
     if (ec) {
         close(close_reason::error);

@@ -8,6 +8,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
+#include <boost/smart_ptr/intrusive_ref_counter.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -16,6 +18,8 @@
 namespace tarry::server {
 
 class worker;
+class connection;
+using connection_ptr = boost::intrusive_ptr<connection>;
 
 /// A connection's read buffer (a named type so it has its own free list).
 struct in_buffer {
@@ -38,8 +42,11 @@ using socket_type = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
 ///   send       - between two writes of a response the client is not draining; touched on progress
 ///   keep_alive - idle between requests; touched when a response is fully written
 ///   linger     - after an error response, reading and discarding until the client closes
-/// It lives as long as a pending wait holds it (shared_from_this), as in Beast's examples.
-class connection : public std::enable_shared_from_this<connection> {
+/// It lives as long as a pending wait holds a reference, as in Beast's examples; the count is
+/// intrusive and single-threaded (a connection never leaves its worker's thread), which saves
+/// a control block per connection and a word per pending wait.
+class connection
+    : public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
     connection(worker& owner, socket_type socket);
     connection(const connection&) = delete;
@@ -79,12 +86,10 @@ private:
     http::session session_;
     std::unique_ptr<in_buffer> in_;    ///< request bytes; only while a request is in progress
     std::unique_ptr<std::string> out_; ///< queued responses; only while some are
-    std::size_t in_len_ = 0;
-    std::size_t out_off_ = 0;
+    std::uint32_t in_len_ = 0;  ///< bytes in in_ (bounded by the buffer size)
+    std::uint32_t out_off_ = 0; ///< bytes of out_ already written
     conn_phase phase_ = conn_phase::header;
-    close_reason close_reason_ = close_reason::client_close;
     bool closed_ = false;
-    bool waiting_ = false;
     bool peer_eof_ = false;
 };
 

@@ -1,7 +1,9 @@
 #include "listener.hpp"
 
+#include "plain_allocator.hpp"
 #include "worker.hpp"
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/socket_base.hpp>
 
@@ -58,8 +60,10 @@ void listener::do_accept() {
         pause();
         return;
     }
-    acceptor_.async_accept(
-        [this](const boost::system::error_code& ec, socket_type socket) { on_accept(ec, std::move(socket)); });
+    acceptor_.async_accept(boost::asio::bind_allocator(
+        plain_allocator<void>(), [this](const boost::system::error_code& ec, socket_type socket) {
+            on_accept(ec, std::move(socket));
+        }));
 }
 
 void listener::on_accept(const boost::system::error_code& ec, socket_type socket) {

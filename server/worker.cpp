@@ -48,7 +48,7 @@ void worker::post(std::function<void()> f) { boost::asio::post(io_, std::move(f)
 void worker::accept(socket_type socket) {
     metrics_.accepted.add();
     ++connections_;
-    auto c = std::make_shared<connection>(*this, std::move(socket));
+    const connection_ptr c(new connection(*this, std::move(socket)));
     c->start();
 }
 
@@ -72,12 +72,12 @@ bool worker::relieve_pressure() noexcept {
     return false;
 }
 
-std::vector<std::shared_ptr<connection>> worker::all_connections() {
+std::vector<connection_ptr> worker::all_connections() {
     // Every connection is in exactly one timeout list, so the lists are the connection table.
-    std::vector<std::shared_ptr<connection>> all;
+    std::vector<connection_ptr> all;
     registry_.for_each_list([&](timeouts::idle_list& l) {
         for (timeouts::idle_entry* e = l.front(); e != nullptr; e = timeouts::idle_list::next(*e))
-            all.push_back(connection::from(e->context()).shared_from_this());
+            all.emplace_back(&connection::from(e->context()));
     });
     return all;
 }

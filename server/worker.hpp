@@ -64,7 +64,7 @@ public:
     bool relieve_pressure() noexcept;
 
 private:
-    std::vector<std::shared_ptr<connection>> all_connections();
+    std::vector<connection_ptr> all_connections();
     void finish_stop() noexcept;
     void sync_listeners(const std::vector<listen_address>& wanted);
 

@@ -19,7 +19,12 @@ worker_settings worker_settings::from(const config& cfg, const http::static_file
     s.session.max_requests = cfg.max_requests_per_connection;
     s.session.keep_alive_timeout_s = cfg.timeouts ? advertised_keep_alive(cfg.keep_alive_timeout) : 0;
     s.session.files = files;
-    s.keep_alive = cfg.keep_alive_timeout;
+    // The server starts the keep-alive clock when the response's last byte is handed to the
+    // kernel; the client starts its own when it has read it, a scheduling delay later (tens of
+    // microseconds on loopback, a few milliseconds under load). Counting from 2 ms after the
+    // write means a client never sees its connection closed before keep_alive_timeout by its
+    // own clock. Node.js pads the same race with a whole second (keepAliveTimeoutBuffer).
+    s.keep_alive = cfg.keep_alive_timeout + keep_alive_allowance;
     s.header = cfg.header_timeout;
     s.body = cfg.body_timeout;
     s.send = cfg.send_timeout;

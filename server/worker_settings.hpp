@@ -10,6 +10,9 @@
 
 namespace tarry::server {
 
+/// Added to keep_alive_timeout; see worker_settings::from.
+inline constexpr timeouts::clock::duration keep_alive_allowance = std::chrono::milliseconds(2);
+
 /// The part of the configuration a worker's connections read, in the form they read it.
 struct worker_settings {
     http::session_settings session;
