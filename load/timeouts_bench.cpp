@@ -22,7 +22,9 @@ using tarry::timeouts::idle_list;
 using tarry::timeouts::timeout_registry;
 
 std::uint64_t expired_count = 0;
-void count_expiry(void*) noexcept { ++expired_count; }
+void count_expiry(void*) noexcept {
+    ++expired_count;
+}
 
 // Entries laid out contiguously, as connections allocated one after another would be.
 struct slot {
@@ -34,7 +36,8 @@ void BM_ListTouch(benchmark::State& state) {
     boost::asio::io_context io;
     timeout_registry reg(io);
     auto entries = std::make_unique<slot[]>(n);
-    for (std::size_t i = 0; i < n; ++i) reg.enroll(entries[i].entry, 65s);
+    for (std::size_t i = 0; i < n; ++i)
+        reg.enroll(entries[i].entry, 65s);
     std::size_t i = 0;
     for (auto _ : state) {
         timeout_registry::touch(entries[i].entry); // clock read + unlink + append
@@ -63,7 +66,8 @@ void BM_TimerRearm(benchmark::State& state) {
         if (++i == n) i = 0;
     }
     state.SetItemsProcessed(state.iterations());
-    for (auto& t : timers) t->cancel();
+    for (auto& t : timers)
+        t->cancel();
     io.poll();
 }
 
@@ -74,7 +78,8 @@ void BM_ListExpire(benchmark::State& state) {
     for (auto _ : state) {
         state.PauseTiming();
         const auto start = clock::now();
-        for (std::size_t i = 0; i < n; ++i) list.push_back(entries[i].entry, start);
+        for (std::size_t i = 0; i < n; ++i)
+            list.push_back(entries[i].entry, start);
         state.ResumeTiming();
         list.expire(start + 65s, n);
     }
@@ -82,7 +87,8 @@ void BM_ListExpire(benchmark::State& state) {
 }
 
 void sizes(benchmark::internal::Benchmark* b) {
-    for (std::int64_t n : {1'000, 10'000, 100'000, 1'000'000}) b->Arg(n);
+    for (std::int64_t n : {1'000, 10'000, 100'000, 1'000'000})
+        b->Arg(n);
 }
 
 BENCHMARK(BM_ListTouch)->Apply(sizes);

@@ -21,7 +21,8 @@ enum class close_reason : std::size_t {
 };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(close_reason::count_)>
-    close_reason_names{"client_close", "keep_alive_timeout", "header_timeout", "body_timeout",
-                       "send_timeout", "done", "shutdown", "pressure", "error"};
+    close_reason_names{"client_close", "keep_alive_timeout", "header_timeout",
+                       "body_timeout", "send_timeout",       "done",
+                       "shutdown",     "pressure",           "error"};
 
 } // namespace tarry::server

@@ -32,16 +32,16 @@ struct config {
     duration send_timeout = 60s;       ///< gap between two writes the client does not drain
     duration drain_timeout = 10s;      ///< graceful stop: how long in-flight requests may take
     std::uint32_t max_requests_per_connection = 1000; ///< 0: unlimited
-    std::size_t max_header_bytes = 16 * 1024;        ///< request line + headers; over it: 431/414
-    std::size_t max_body_bytes = 1024 * 1024;        ///< over it: 413
+    std::size_t max_header_bytes = 16 * 1024;         ///< request line + headers; over it: 431/414
+    std::size_t max_body_bytes = 1024 * 1024;         ///< over it: 413
 
-    unsigned workers = 0;              ///< 0: one per core
-    std::size_t max_connections = 0;   ///< per server; 0: derived from the open-file limit
+    unsigned workers = 0;                       ///< 0: one per core
+    std::size_t max_connections = 0;            ///< per server; 0: derived from the open-file limit
     std::optional<listen_address> admin_listen; ///< serves /metrics and /healthz; off by default
-    std::string log_level = "info";    ///< trace, debug, info, warn, error, critical, off
+    std::string log_level = "info";             ///< trace, debug, info, warn, error, critical, off
     std::optional<std::filesystem::path> access_log; ///< off by default; "-" is stdout
-    std::size_t expire_batch = 256;    ///< expiry callbacks per timer wake
-    bool timeouts = true;              ///< false only to measure what enforcing them costs
+    std::size_t expire_batch = 256;                  ///< expiry callbacks per timer wake
+    bool timeouts = true; ///< false only to measure what enforcing them costs
 
     std::optional<std::filesystem::path> config_file; ///< where it was read from, for reload
 };

@@ -26,7 +26,9 @@ using out_buffers = http::recycler<std::string, 256>;
 
 constexpr std::size_t max_sendfile_chunk = 1 << 20;
 
-bool is_reset(int err) noexcept { return err == ECONNRESET || err == EPIPE || err == ETIMEDOUT; }
+bool is_reset(int err) noexcept {
+    return err == ECONNRESET || err == EPIPE || err == ETIMEDOUT;
+}
 
 } // namespace
 
@@ -81,7 +83,8 @@ void connection::drive() {
             owner_.metrics().requests.add(static_cast<std::int64_t>(session_.requests() - before));
             if (used != 0) {
                 in_len_ -= static_cast<std::uint32_t>(used);
-                if (in_len_ != 0) std::memmove(in_->bytes.data(), in_->bytes.data() + used, in_len_);
+                if (in_len_ != 0)
+                    std::memmove(in_->bytes.data(), in_->bytes.data() + used, in_len_);
             }
         }
         fresh = false;
@@ -270,13 +273,14 @@ void connection::on_timeout() noexcept {
                 out_->erase(0, out_off_);
                 out_off_ = 0;
                 session_.fail(408, *out_, owner_.date().value());
-                [[maybe_unused]] const ssize_t n = ::send(
-                    socket_.native_handle(), out_->data(), out_->size(), MSG_NOSIGNAL);
+                [[maybe_unused]] const ssize_t n =
+                    ::send(socket_.native_handle(), out_->data(), out_->size(), MSG_NOSIGNAL);
             } catch (...) {
                 // out of memory: close without the courtesy
             }
         }
-        close(phase_ == conn_phase::body ? close_reason::body_timeout : close_reason::header_timeout);
+        close(phase_ == conn_phase::body ? close_reason::body_timeout
+                                         : close_reason::header_timeout);
         return;
     case conn_phase::send:
         close(close_reason::send_timeout);

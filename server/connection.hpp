@@ -26,8 +26,8 @@ struct in_buffer {
     std::string bytes;
 };
 
-using socket_type = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
-                                                     boost::asio::io_context::executor_type>;
+using socket_type =
+    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
 /// One client connection: socket I/O and timeouts around an http::session.
 ///
@@ -45,8 +45,7 @@ using socket_type = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
 /// It lives as long as a pending wait holds a reference, as in Beast's examples; the count is
 /// intrusive and single-threaded (a connection never leaves its worker's thread), which saves
 /// a control block per connection and a word per pending wait.
-class connection
-    : public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
+class connection : public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
     connection(worker& owner, socket_type socket);
     connection(const connection&) = delete;
@@ -86,8 +85,8 @@ private:
     http::session session_;
     std::unique_ptr<in_buffer> in_;    ///< request bytes; only while a request is in progress
     std::unique_ptr<std::string> out_; ///< queued responses; only while some are
-    std::uint32_t in_len_ = 0;  ///< bytes in in_ (bounded by the buffer size)
-    std::uint32_t out_off_ = 0; ///< bytes of out_ already written
+    std::uint32_t in_len_ = 0;         ///< bytes in in_ (bounded by the buffer size)
+    std::uint32_t out_off_ = 0;        ///< bytes of out_ already written
     conn_phase phase_ = conn_phase::header;
     bool closed_ = false;
     bool peer_eof_ = false;

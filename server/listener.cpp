@@ -18,8 +18,8 @@ using boost::asio::ip::tcp;
 tcp::endpoint endpoint_of(const listen_address& addr) {
     const std::string host = addr.host == "localhost" ? "127.0.0.1" : addr.host;
     boost::system::error_code ec;
-    const auto ip = host.empty() ? boost::asio::ip::address_v4::any()
-                                 : boost::asio::ip::make_address(host, ec);
+    const auto ip =
+        host.empty() ? boost::asio::ip::address_v4::any() : boost::asio::ip::make_address(host, ec);
     if (ec) throw std::system_error(ec, "listen address \"" + addr.host + "\"");
     return {ip, addr.port};
 }
@@ -33,7 +33,8 @@ listener::listener(worker& owner, const listen_address& addr)
     if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
     if (!ec) {
         const int one = 1;
-        if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+        if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) !=
+            0)
             ec.assign(errno, boost::system::system_category());
     }
     if (!ec && ep.address().is_v6()) acceptor_.set_option(boost::asio::ip::v6_only(true), ec);
@@ -43,9 +44,13 @@ listener::listener(worker& owner, const listen_address& addr)
     acceptor_.non_blocking(true, ec);
 }
 
-tcp::endpoint listener::local_endpoint() const { return acceptor_.local_endpoint(); }
+tcp::endpoint listener::local_endpoint() const {
+    return acceptor_.local_endpoint();
+}
 
-void listener::start() { do_accept(); }
+void listener::start() {
+    do_accept();
+}
 
 void listener::close() noexcept {
     closed_ = true;

@@ -1,9 +1,13 @@
 #include "server.hpp"
 
+#include "admin.hpp"
+#include "metrics_text.hpp"
+
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <future>
 
 namespace tarry::server {
 
@@ -17,7 +21,8 @@ unsigned worker_count(const config& cfg) {
 
 std::string to_string(const boost::asio::ip::tcp::endpoint& ep) {
     const auto a = ep.address();
-    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
+    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" +
+           std::to_string(ep.port());
 }
 
 } // namespace
@@ -29,10 +34,35 @@ server::server(config cfg, std::vector<std::string> args)
     for (unsigned i = 0; i < worker_count_; ++i)
         workers_.push_back(std::make_unique<worker>(i, cfg_, files_.get(), worker_count_));
     open_listeners(cfg_.listen);
+    if (cfg_.admin_listen)
+        admin_ = std::make_unique<admin>(io_, *cfg_.admin_listen, [this] { return metrics(); });
+}
+
+std::optional<boost::asio::ip::tcp::endpoint> server::admin_endpoint() const {
+    if (!admin_) return std::nullopt;
+    return admin_->local_endpoint();
+}
+
+std::string server::metrics() {
+    std::vector<worker*> ws;
+    std::vector<std::future<worker_snapshot>> pending;
+    for (auto& w : workers_) {
+        ws.push_back(w.get());
+        auto p = std::make_shared<std::promise<worker_snapshot>>();
+        pending.push_back(p->get_future());
+        w->post([p, wp = w.get()] { p->set_value(take_snapshot(*wp)); });
+    }
+    std::vector<worker_snapshot> snaps;
+    for (auto& f : pending)
+        // A worker that is gone (stopping) or stuck does not hold the endpoint hostage.
+        if (f.wait_for(std::chrono::seconds(1)) == std::future_status::ready)
+            snaps.push_back(f.get());
+    return render_metrics(ws, snaps);
 }
 
 server::~server() {
     if (joiner_.joinable()) joiner_.join();
+    admin_.reset();
     workers_.clear();
 }
 
@@ -47,10 +77,12 @@ std::vector<listen_address> server::resolve_ports(const std::vector<listen_addre
 }
 
 void server::open_listeners(const std::vector<listen_address>& addrs) {
-    for (const auto& a : addrs) workers_.front()->listen(a);
+    for (const auto& a : addrs)
+        workers_.front()->listen(a);
     const auto resolved = resolve_ports(addrs);
     for (std::size_t w = 1; w < workers_.size(); ++w)
-        for (const auto& a : resolved) workers_[w]->listen(a);
+        for (const auto& a : resolved)
+            workers_[w]->listen(a);
 }
 
 std::vector<boost::asio::ip::tcp::endpoint> server::endpoints() const {
@@ -58,15 +90,24 @@ std::vector<boost::asio::ip::tcp::endpoint> server::endpoints() const {
 }
 
 void server::run() {
-    for (const auto& ep : endpoints()) spdlog::info("listening on {}", to_string(ep));
-    spdlog::info("{} worker(s); keep_alive_timeout {}ms, header_timeout {}ms", worker_count_,
-                 std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.keep_alive_timeout).count(),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.header_timeout).count());
-    for (auto& w : workers_) w->start();
+    for (const auto& ep : endpoints())
+        spdlog::info("listening on {}", to_string(ep));
+    spdlog::info(
+        "{} worker(s); keep_alive_timeout {}ms, header_timeout {}ms", worker_count_,
+        std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.keep_alive_timeout).count(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.header_timeout).count());
+    if (admin_) {
+        spdlog::info("admin endpoint (/metrics, /healthz) on {}",
+                     to_string(admin_->local_endpoint()));
+        admin_->start();
+    }
+    for (auto& w : workers_)
+        w->start();
     wait_signal();
     io_.run();
     if (joiner_.joinable()) joiner_.join();
-    for (auto& w : workers_) w->join();
+    for (auto& w : workers_)
+        w->join();
 }
 
 void server::wait_signal() {
@@ -75,12 +116,14 @@ void server::wait_signal() {
         if (sig == SIGHUP) {
             reload();
         } else if (!stopping_) {
-            spdlog::info("signal {}: stopping (drain up to {}ms)", sig,
-                         std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.drain_timeout).count());
+            spdlog::info(
+                "signal {}: stopping (drain up to {}ms)", sig,
+                std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.drain_timeout).count());
             stop();
         } else {
             spdlog::warn("signal {} again: stopping now", sig);
-            for (auto& w : workers_) w->io().stop();
+            for (auto& w : workers_)
+                w->io().stop();
         }
         wait_signal();
     });
@@ -90,17 +133,27 @@ void server::stop() {
     boost::asio::post(io_, [this] {
         if (stopping_) return;
         stopping_ = true;
-        for (auto& w : workers_) w->stop(cfg_.drain_timeout);
+        for (auto& w : workers_)
+            w->stop(cfg_.drain_timeout);
         // Workers return from run() by themselves once drained; then the signal wait (the only
         // thing left on this context) is cancelled so run() returns too.
         joiner_ = std::thread([this] {
-            for (auto& w : workers_) w->join();
+            for (auto& w : workers_)
+                w->join();
             boost::asio::post(io_, [this] {
                 boost::system::error_code ignored;
                 signals_.cancel(ignored);
+                if (admin_) admin_->close();
             });
         });
     });
+}
+
+std::future<bool> server::request_reload() {
+    auto done = std::make_shared<std::promise<bool>>();
+    auto f = done->get_future();
+    boost::asio::post(io_, [this, done] { done->set_value(reload()); });
+    return f;
 }
 
 bool server::reload() {
@@ -108,7 +161,8 @@ bool server::reload() {
     try {
         if (!args_.empty()) {
             std::vector<const char*> argv;
-            for (const auto& a : args_) argv.push_back(a.c_str());
+            for (const auto& a : args_)
+                argv.push_back(a.c_str());
             next = reload_config(cfg_, static_cast<int>(argv.size()), argv.data());
         } else if (cfg_.config_file) {
             next = load_config_file(*cfg_.config_file);
@@ -120,13 +174,15 @@ bool server::reload() {
             old_files_.push_back(std::move(files_));
             if (next.docroot) files_ = std::make_unique<http::static_files>(*next.docroot);
         }
-        for (const auto& a : next.listen) (void)endpoint_of(a);
+        for (const auto& a : next.listen)
+            (void)endpoint_of(a);
     } catch (const std::exception& e) {
         spdlog::error("reload rejected, keeping the running configuration: {}", e.what());
         return false;
     }
     if (next.workers != cfg_.workers) spdlog::warn("reload: a new worker count needs a restart");
-    for (auto& w : workers_) w->reload(next, files_.get(), worker_count_);
+    for (auto& w : workers_)
+        w->reload(next, files_.get(), worker_count_);
     cfg_ = std::move(next);
     spdlog::info("reloaded configuration");
     return true;

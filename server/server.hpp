@@ -9,12 +9,15 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <future>
 #include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
 
 namespace tarry::server {
+
+class admin;
 
 /// The composition root: builds the workers from a config, opens every listener before
 /// anything runs (so bind errors surface at startup), and turns signals into a graceful stop
@@ -31,17 +34,21 @@ public:
     void run();
     /// Graceful stop, from any thread (what SIGTERM does).
     void stop();
-    /// Re-reads the configuration, from any thread (what SIGHUP does). Returns false, keeping
-    /// the old settings, if the new configuration is invalid.
-    bool reload();
+    /// Re-reads the configuration, from any thread (what SIGHUP does). Resolves to false,
+    /// keeping the old settings, if the new configuration is invalid.
+    std::future<bool> request_reload();
 
     /// The addresses the main listeners are bound to (ports resolved), one per address.
     [[nodiscard]] std::vector<boost::asio::ip::tcp::endpoint> endpoints() const;
+    [[nodiscard]] std::optional<boost::asio::ip::tcp::endpoint> admin_endpoint() const;
+    /// The metrics exposition, gathered from every worker (call on the server's thread).
+    [[nodiscard]] std::string metrics();
     [[nodiscard]] const config& current_config() const noexcept { return cfg_; }
     [[nodiscard]] std::vector<std::unique_ptr<worker>>& workers() noexcept { return workers_; }
 
 private:
     void wait_signal();
+    bool reload();
     void open_listeners(const std::vector<listen_address>& addrs);
     std::vector<listen_address> resolve_ports(const std::vector<listen_address>& addrs) const;
 
@@ -50,9 +57,10 @@ private:
     unsigned worker_count_;
     std::unique_ptr<http::static_files> files_;
     std::vector<std::unique_ptr<http::static_files>> old_files_; ///< kept alive across reloads
-    boost::asio::io_context io_; ///< signals and the admin endpoint
+    boost::asio::io_context io_;                                 ///< signals and the admin endpoint
     boost::asio::signal_set signals_;
     std::vector<std::unique_ptr<worker>> workers_;
+    std::unique_ptr<admin> admin_;
     std::thread joiner_;
     bool stopping_ = false;
 };

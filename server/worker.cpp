@@ -6,18 +6,17 @@
 
 namespace tarry::server {
 
-worker::worker(unsigned index, const config& cfg, const http::static_files* files,
-               unsigned workers)
+worker::worker(unsigned index, const config& cfg, const http::static_files* files, unsigned workers)
     // Only this worker's thread touches its sockets, so the reactor may skip its per-descriptor
     // locks; other threads still post to the scheduler, which stays locked.
-    : index_(index), io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO),
-      registry_(io_, cfg.expire_batch), date_(io_),
-      settings_(worker_settings::from(cfg, files, workers)), drain_timer_(io_) {}
+    : index_(index), io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO), registry_(io_, cfg.expire_batch),
+      date_(io_), settings_(worker_settings::from(cfg, files, workers)), drain_timer_(io_) {}
 
 worker::~worker() {
     join();
     // Close what is left and let the aborted waits run while everything they touch exists.
-    for (auto& c : all_connections()) c->close(close_reason::shutdown);
+    for (auto& c : all_connections())
+        c->close(close_reason::shutdown);
     listeners_.clear();
     date_.stop();
     io_.restart();
@@ -30,12 +29,14 @@ void worker::listen(const listen_address& addr) {
 
 std::vector<boost::asio::ip::tcp::endpoint> worker::endpoints() const {
     std::vector<boost::asio::ip::tcp::endpoint> eps;
-    for (const auto& l : listeners_) eps.push_back(l->local_endpoint());
+    for (const auto& l : listeners_)
+        eps.push_back(l->local_endpoint());
     return eps;
 }
 
 void worker::start() {
-    for (auto& l : listeners_) l->start();
+    for (auto& l : listeners_)
+        l->start();
     thread_ = std::thread([this] { io_.run(); });
 }
 
@@ -43,7 +44,9 @@ void worker::join() {
     if (thread_.joinable()) thread_.join();
 }
 
-void worker::post(std::function<void()> f) { boost::asio::post(io_, std::move(f)); }
+void worker::post(std::function<void()> f) {
+    boost::asio::post(io_, std::move(f));
+}
 
 void worker::accept(socket_type socket) {
     metrics_.accepted.add();
@@ -61,7 +64,8 @@ bool worker::relieve_pressure() noexcept {
     if (!settings_.timeouts) return false;
     // The front of the keep-alive list is the connection that has been idle longest.
     if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
-        for (timeouts::idle_entry* e = l->front(); e != nullptr; e = timeouts::idle_list::next(*e)) {
+        for (timeouts::idle_entry* e = l->front(); e != nullptr;
+             e = timeouts::idle_list::next(*e)) {
             connection& c = connection::from(e->context());
             if (c.phase() == conn_phase::keep_alive) {
                 c.close(close_reason::pressure);
@@ -86,13 +90,15 @@ void worker::stop(duration drain) {
     post([this, drain] {
         if (stopping_) return;
         stopping_ = true;
-        for (auto& l : listeners_) l->close();
+        for (auto& l : listeners_)
+            l->close();
         if (!settings_.timeouts) {
             // Connections are in no list to be found by: nothing to drain gracefully.
             io_.stop();
             return;
         }
-        for (auto& c : all_connections()) c->drain();
+        for (auto& c : all_connections())
+            c->drain();
         if (connections_ == 0) {
             finish_stop();
             return;
@@ -100,7 +106,8 @@ void worker::stop(duration drain) {
         drain_timer_.expires_after(drain);
         drain_timer_.async_wait([this](const boost::system::error_code& ec) {
             if (ec) return;
-            for (auto& c : all_connections()) c->close(close_reason::shutdown);
+            for (auto& c : all_connections())
+                c->close(close_reason::shutdown);
         });
     });
 }

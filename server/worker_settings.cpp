@@ -17,7 +17,8 @@ worker_settings worker_settings::from(const config& cfg, const http::static_file
     s.session.max_header_bytes = cfg.max_header_bytes;
     s.session.max_body_bytes = cfg.max_body_bytes;
     s.session.max_requests = cfg.max_requests_per_connection;
-    s.session.keep_alive_timeout_s = cfg.timeouts ? advertised_keep_alive(cfg.keep_alive_timeout) : 0;
+    s.session.keep_alive_timeout_s =
+        cfg.timeouts ? advertised_keep_alive(cfg.keep_alive_timeout) : 0;
     s.session.files = files;
     // The server starts the keep-alive clock when the response's last byte is handed to the
     // kernel; the client starts its own when it has read it, a scheduling delay later (tens of
@@ -39,7 +40,8 @@ worker_settings worker_settings::from(const config& cfg, const http::static_file
         rlimit rl{};
         if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
             // Keep some descriptors for listeners, files being served and logs.
-            max = rl.rlim_cur > 64 ? static_cast<std::size_t>(rl.rlim_cur) - 64 : 1;
+            const auto cur = static_cast<std::size_t>(rl.rlim_cur);
+            max = cur - std::min<std::size_t>(64, cur / 4);
         }
     }
     const unsigned n = std::max(1U, workers);

@@ -27,12 +27,17 @@ struct worker_settings {
 
     [[nodiscard]] timeouts::clock::duration timeout_for(conn_phase p) const noexcept {
         switch (p) {
-        case conn_phase::header: return header;
-        case conn_phase::body: return body;
-        case conn_phase::send: return send;
-        case conn_phase::keep_alive: return keep_alive;
+        case conn_phase::header:
+            return header;
+        case conn_phase::body:
+            return body;
+        case conn_phase::send:
+            return send;
+        case conn_phase::keep_alive:
+            return keep_alive;
         case conn_phase::linger:
-        case conn_phase::count_: break;
+        case conn_phase::count_:
+            break;
         }
         return linger;
     }

@@ -12,11 +12,11 @@ namespace tarry::timeouts {
 struct expiry_stats {
     /// Upper bounds of the buckets, in microseconds; a last, implicit bucket is +Inf.
     static constexpr std::array<std::int64_t, 12> bounds_us{
-        100, 500, 1'000, 2'000, 5'000, 10'000, 20'000, 50'000, 100'000, 500'000, 1'000'000,
-        10'000'000};
+        100,    500,    1'000,   2'000,   5'000,     10'000,
+        20'000, 50'000, 100'000, 500'000, 1'000'000, 10'000'000};
 
     std::uint64_t expired = 0;
-    std::uint64_t wakeups = 0;   ///< timer completions and batch continuations
+    std::uint64_t wakeups = 0; ///< timer completions and batch continuations
     std::uint64_t late_sum_us = 0;
     std::array<std::uint64_t, bounds_us.size() + 1> late_buckets{}; ///< not cumulative
 
@@ -26,7 +26,8 @@ struct expiry_stats {
         ++expired;
         late_sum_us += static_cast<std::uint64_t>(us);
         std::size_t i = 0;
-        while (i < bounds_us.size() && us > bounds_us[i]) ++i;
+        while (i < bounds_us.size() && us > bounds_us[i])
+            ++i;
         ++late_buckets[i];
     }
 
@@ -34,7 +35,8 @@ struct expiry_stats {
         expired += o.expired;
         wakeups += o.wakeups;
         late_sum_us += o.late_sum_us;
-        for (std::size_t i = 0; i < late_buckets.size(); ++i) late_buckets[i] += o.late_buckets[i];
+        for (std::size_t i = 0; i < late_buckets.size(); ++i)
+            late_buckets[i] += o.late_buckets[i];
         return *this;
     }
 };

@@ -35,7 +35,9 @@ public:
     [[nodiscard]] idle_list* list() const noexcept { return list_; }
     [[nodiscard]] clock::time_point idle_start() const noexcept { return idle_start_; }
     [[nodiscard]] clock::duration idle_timeout() const noexcept { return idle_timeout_; }
-    [[nodiscard]] clock::time_point deadline() const noexcept { return idle_start_ + idle_timeout_; }
+    [[nodiscard]] clock::time_point deadline() const noexcept {
+        return idle_start_ + idle_timeout_;
+    }
     /// What the callback receives: lets an owner walk a list back to its objects.
     [[nodiscard]] void* context() const noexcept { return context_; }
 
@@ -59,6 +61,7 @@ template <class T, void (T::*Method)() noexcept> struct member_callback_t<Method
     static void call(void* self) noexcept { (static_cast<T*>(self)->*Method)(); }
 };
 
-template <auto Method> constexpr idle_entry::callback member_callback = &member_callback_t<Method>::call;
+template <auto Method>
+constexpr idle_entry::callback member_callback = &member_callback_t<Method>::call;
 
 } // namespace tarry::timeouts

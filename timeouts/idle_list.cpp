@@ -6,7 +6,9 @@ idle_entry::~idle_entry() {
     if (list_ != nullptr) list_->remove(*this);
 }
 
-idle_list::~idle_list() { detach_all(); }
+idle_list::~idle_list() {
+    detach_all();
+}
 
 void idle_list::push_back(idle_entry& e, clock::time_point now) noexcept {
     e.idle_start_ = now;
@@ -56,7 +58,8 @@ std::size_t idle_list::expire_oldest(std::size_t count) noexcept {
 }
 
 void idle_list::detach_all() noexcept {
-    while (head_ != nullptr) pop(*head_);
+    while (head_ != nullptr)
+        pop(*head_);
 }
 
 } // namespace tarry::timeouts

@@ -50,7 +50,8 @@ public:
     /// Expires, oldest first, at most `budget` entries whose deadline is at or before `now`.
     /// Each is unlinked before its callback runs, and the head is re-read every round, so a
     /// callback may re-enroll its own entry or destroy any other. Returns how many expired.
-    std::size_t expire(clock::time_point now, std::size_t budget, expiry_stats* stats = nullptr) noexcept;
+    std::size_t expire(clock::time_point now, std::size_t budget,
+                       expiry_stats* stats = nullptr) noexcept;
 
     /// Expires the `count` oldest entries now, due or not (graceful stop, fd pressure).
     std::size_t expire_oldest(std::size_t count) noexcept;

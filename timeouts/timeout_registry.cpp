@@ -17,13 +17,16 @@ timeout_registry::~timeout_registry() {
     }
 }
 
-idle_list& timeout_registry::as_idle_list(timer_list& l) noexcept { return l; }
+idle_list& timeout_registry::as_idle_list(timer_list& l) noexcept {
+    return l;
+}
 
 timer_list& timeout_registry::list_for(clock::duration timeout) {
     auto it = lists_.find(timeout.count());
     if (it == lists_.end()) {
         prune_empty_lists();
-        it = lists_.emplace(timeout.count(), std::make_shared<timer_list>(*this, io_, timeout)).first;
+        it = lists_.emplace(timeout.count(), std::make_shared<timer_list>(*this, io_, timeout))
+                 .first;
     }
     return *it->second;
 }
@@ -50,14 +53,18 @@ void timeout_registry::retime(clock::duration from, clock::duration to) {
     std::vector<idle_entry*> b;
     a.reserve(target.size());
     b.reserve(source->size());
-    for (idle_entry* e = target.front(); e != nullptr; e = idle_list::next(*e)) a.push_back(e);
-    for (idle_entry* e = source->front(); e != nullptr; e = idle_list::next(*e)) b.push_back(e);
+    for (idle_entry* e = target.front(); e != nullptr; e = idle_list::next(*e))
+        a.push_back(e);
+    for (idle_entry* e = source->front(); e != nullptr; e = idle_list::next(*e))
+        b.push_back(e);
     std::vector<idle_entry*> merged(a.size() + b.size());
-    std::merge(a.begin(), a.end(), b.begin(), b.end(), merged.begin(),
-               [](const idle_entry* x, const idle_entry* y) { return x->idle_start() < y->idle_start(); });
+    std::merge(
+        a.begin(), a.end(), b.begin(), b.end(), merged.begin(),
+        [](const idle_entry* x, const idle_entry* y) { return x->idle_start() < y->idle_start(); });
     target.detach_all();
     source->detach_all();
-    for (idle_entry* e : merged) target.push_back(*e, e->idle_start());
+    for (idle_entry* e : merged)
+        target.push_back(*e, e->idle_start());
     source->rearm(); // empty now: cancels its wait
     target.rearm();  // its head may be earlier than the deadline it was armed for
 }
@@ -71,7 +78,8 @@ std::size_t timeout_registry::expire_due(clock::time_point now) {
     // Callbacks may enroll into new durations, which rehashes lists_: walk a snapshot.
     std::vector<std::shared_ptr<timer_list>> snapshot;
     snapshot.reserve(lists_.size());
-    for (auto& [rep, list] : lists_) snapshot.push_back(list);
+    for (auto& [rep, list] : lists_)
+        snapshot.push_back(list);
     std::size_t n = 0;
     for (auto& list : snapshot) {
         // Only the entries present now: a callback that re-enrolls with a zero timeout must
@@ -85,9 +93,8 @@ std::size_t timeout_registry::expire_due(clock::time_point now) {
 void timeout_registry::prune_empty_lists() {
     // Durations that are no longer used (a reload changed them) would otherwise pile up. A list
     // whose callbacks are running is kept: its batch loop still holds it.
-    boost::unordered::erase_if(lists_, [](const auto& kv) {
-        return kv.second->empty() && !kv.second->expiring();
-    });
+    boost::unordered::erase_if(
+        lists_, [](const auto& kv) { return kv.second->empty() && !kv.second->expiring(); });
 }
 
 } // namespace tarry::timeouts

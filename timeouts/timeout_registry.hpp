@@ -102,7 +102,8 @@ public:
 
     /// Calls `f(idle_list&)` for each live list.
     template <class F> void for_each_list(F&& f) const {
-        for (const auto& [rep, list] : lists_) f(as_idle_list(*list));
+        for (const auto& [rep, list] : lists_)
+            f(as_idle_list(*list));
     }
 
     [[nodiscard]] std::size_t list_count() const noexcept { return lists_.size(); }

@@ -52,9 +52,8 @@ void timer_list::on_wake(unsigned generation) noexcept {
     if (due(now)) {
         // More is due than one batch: let other handlers run, then go on.
         armed_ = true;
-        boost::asio::post(timer_.get_executor(), [self = shared_from_this(), g = generation_] {
-            self->on_wake(g);
-        });
+        boost::asio::post(timer_.get_executor(),
+                          [self = shared_from_this(), g = generation_] { self->on_wake(g); });
         return;
     }
     try {

@@ -21,7 +21,8 @@ using server::config;
 
 std::int64_t closes(server::server& s, close_reason r) {
     std::int64_t n = 0;
-    for (auto& w : s.workers()) n += w->metrics().closes[static_cast<std::size_t>(r)].get();
+    for (auto& w : s.workers())
+        n += w->metrics().closes[static_cast<std::size_t>(r)].get();
     return n;
 }
 
@@ -189,7 +190,8 @@ TEST_F(ServerTest, BodyReadsResetTheBodyTimeout) {
 
 TEST_F(ServerTest, ClientThatStopsReadingIsClosedAtSendTimeout) {
     // Larger than what loopback's auto-tuned socket buffers can absorb.
-    const auto root = std::filesystem::temp_directory_path() / ("tarry_big_" + std::to_string(::getpid()));
+    const auto root =
+        std::filesystem::temp_directory_path() / ("tarry_big_" + std::to_string(::getpid()));
     std::filesystem::create_directories(root);
     std::ofstream(root / "big") << std::string(32 << 20, 'x');
     cfg.docroot = root;
@@ -204,14 +206,17 @@ TEST_F(ServerTest, ClientThatStopsReadingIsClosedAtSendTimeout) {
 }
 
 TEST_F(ServerTest, PipelinedResponsesComeInRequestOrder) {
-    const auto root = std::filesystem::temp_directory_path() / ("tarry_pipe_" + std::to_string(::getpid()));
+    const auto root =
+        std::filesystem::temp_directory_path() / ("tarry_pipe_" + std::to_string(::getpid()));
     std::filesystem::create_directories(root);
-    for (const char* n : {"a", "b", "c"}) std::ofstream(root / n) << "body-" << n;
+    for (const char* n : {"a", "b", "c"})
+        std::ofstream(root / n) << "body-" << n;
     cfg.docroot = root;
     start();
     test_client c(port);
-    ASSERT_TRUE(c.send("GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n"
-                       "GET /missing HTTP/1.1\r\nHost: t\r\n\r\nGET /c HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_TRUE(
+        c.send("GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n"
+               "GET /missing HTTP/1.1\r\nHost: t\r\n\r\nGET /c HTTP/1.1\r\nHost: t\r\n\r\n"));
     for (const char* want : {"body-a", "body-b", "", "body-c"}) {
         auto r = c.read_response();
         ASSERT_TRUE(r);
@@ -276,7 +281,8 @@ struct bad_request {
     int status;
 };
 
-class MalformedRequestTest : public ServerTest, public ::testing::WithParamInterface<bad_request> {};
+class MalformedRequestTest : public ServerTest,
+                             public ::testing::WithParamInterface<bad_request> {};
 
 TEST_P(MalformedRequestTest, GetsItsStatusAndAClose) {
     cfg.max_header_bytes = 1024;
@@ -294,10 +300,10 @@ TEST_P(MalformedRequestTest, GetsItsStatusAndAClose) {
 INSTANTIATE_TEST_SUITE_P(
     Classes, MalformedRequestTest,
     ::testing::Values(
-        bad_request{"GET / HTTP/1.1\r\n\r\n", 400},                              // no Host
-        bad_request{"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},        // two Hosts
+        bad_request{"GET / HTTP/1.1\r\n\r\n", 400},                                // no Host
+        bad_request{"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},          // two Hosts
         bad_request{"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n  folded\r\n\r\n", 400}, // obs-fold
-        bad_request{"GET / HTTP/1.1\r\nHost : a\r\n\r\n", 400},                  // space before colon
+        bad_request{"GET / HTTP/1.1\r\nHost : a\r\n\r\n", 400}, // space before colon
         bad_request{"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
                     "Content-Length: 3\r\n\r\n",
                     400},
@@ -312,7 +318,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(ServerTest, ExpectContinue) {
     start();
     test_client c(port);
-    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+    ASSERT_TRUE(
+        c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
     auto interim = c.read_response();
     ASSERT_TRUE(interim);
     EXPECT_EQ(interim->status, 100);
@@ -338,7 +345,7 @@ TEST_F(ServerTest, GracefulStopFinishesTheRequestInFlight) {
 
     srv->stop();
     EXPECT_TRUE(idle.wait_closed(3s)); // idle connections close at once
-    test_client late(port);           // the listener is closed
+    test_client late(port);            // the listener is closed
     EXPECT_FALSE(late.connected() && late.send(get) && late.read_response(500ms));
 
     ASSERT_TRUE(busy.send("\r\n"));

@@ -94,7 +94,8 @@ public:
 private:
     bool fill(steady::time_point deadline) {
         if (closed_) return false;
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
         if (left.count() <= 0) return false;
         pollfd p{fd_, POLLIN, 0};
         if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;

@@ -41,7 +41,8 @@ TEST_F(IdleListTest, ExpiresInDeadlineOrder) {
 }
 
 TEST_F(IdleListTest, EqualDeadlinesExpireFirstInFirstOut) {
-    for (int i = 0; i < 5; ++i) enroll(i);
+    for (int i = 0; i < 5; ++i)
+        enroll(i);
     clk.advance(100ms);
     list.expire(clk.now, all);
     EXPECT_EQ(log, (std::vector<int>{0, 1, 2, 3, 4}));
@@ -176,7 +177,8 @@ TEST_F(IdleListTest, CallbackMayDestroyTheNextEntry) {
 
 TEST_F(IdleListTest, MassExpiryIsSplitIntoBatches) {
     constexpr int n = 100'000;
-    for (int i = 0; i < n; ++i) enroll(i);
+    for (int i = 0; i < n; ++i)
+        enroll(i);
     clk.advance(100ms);
     std::size_t rounds = 0;
     std::size_t expired = 0;
@@ -189,7 +191,8 @@ TEST_F(IdleListTest, MassExpiryIsSplitIntoBatches) {
     EXPECT_EQ(expired, static_cast<std::size_t>(n));
     EXPECT_EQ(rounds, (n + 255) / 256U);
     ASSERT_EQ(log.size(), static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) ASSERT_EQ(log[i], i);
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(log[i], i);
 }
 
 TEST_F(IdleListTest, ExpireOldestIgnoresDeadlines) {

@@ -32,7 +32,8 @@ TEST(TimeoutRegistryIoTest, RunReturnsWhenEverythingHasExpired) {
     timeout_registry reg(io);
     std::deque<timed_probe> probes(3);
     const auto start = clock::now();
-    for (auto& p : probes) reg.enroll(p.entry, 30ms);
+    for (auto& p : probes)
+        reg.enroll(p.entry, 30ms);
     io.run(); // returns only because the timer is no longer pending
     for (auto& p : probes) {
         EXPECT_EQ(p.fired, 1);
@@ -96,7 +97,8 @@ TEST(TimeoutRegistryIoTest, MassExpiryYieldsToOtherHandlersBetweenBatches) {
     boost::asio::io_context io;
     timeout_registry reg(io, 100);
     std::deque<timed_probe> probes(1000);
-    for (auto& p : probes) reg.enroll(p.entry, 5ms);
+    for (auto& p : probes)
+        reg.enroll(p.entry, 5ms);
     std::vector<std::uint64_t> seen; // expiries counted each time another handler got a turn
     std::function<void()> other = [&] {
         seen.push_back(reg.stats().expired);
@@ -106,7 +108,8 @@ TEST(TimeoutRegistryIoTest, MassExpiryYieldsToOtherHandlersBetweenBatches) {
     io.run();
     EXPECT_EQ(reg.stats().expired, 1000U);
     bool saw_partial = false;
-    for (auto n : seen) saw_partial |= (n > 0 && n < 1000);
+    for (auto n : seen)
+        saw_partial |= (n > 0 && n < 1000);
     EXPECT_TRUE(saw_partial);
     EXPECT_GE(reg.stats().wakeups, 10U);
 }

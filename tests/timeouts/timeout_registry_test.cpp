@@ -77,7 +77,7 @@ TEST_F(TimeoutRegistryTest, TouchAndUnenrollThroughTheRegistry) {
     clk.advance(80ms);
     timeout_registry::touch(a.entry, clk.now);
     timeout_registry::unenroll(b.entry);
-    timeout_registry::unenroll(b.entry); // twice is harmless
+    timeout_registry::unenroll(b.entry);       // twice is harmless
     timeout_registry::touch(b.entry, clk.now); // unenrolled: no effect
     EXPECT_FALSE(b.entry.enrolled());
     clk.advance(20ms);

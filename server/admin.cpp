@@ -1,0 +1,109 @@
+#include "admin.hpp"
+
+#include "listener.hpp"
+
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace tarry::server {
+namespace {
+
+using boost::asio::ip::tcp;
+
+std::string reply(unsigned status, std::string_view reason, std::string_view type,
+                  const std::string& body) {
+    return fmt::format("HTTP/1.1 {} {}\r\nServer: tarry\r\nContent-Type: {}\r\n"
+                       "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+                       status, reason, type, body.size(), body);
+}
+
+/// One admin request: read the head (bounded in size and time), answer, close.
+struct admin_session : std::enable_shared_from_this<admin_session> {
+    admin_session(tcp::socket s, const std::function<std::string()>& m)
+        : socket(std::move(s)), timer(socket.get_executor()), metrics(m), buf(8192) {}
+
+    void start() {
+        timer.expires_after(std::chrono::seconds(5));
+        timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+            if (!ec) self->socket.close(ec);
+        });
+        boost::asio::async_read_until(
+            socket, buf, "\r\n\r\n",
+            [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                self->on_head(ec);
+            });
+    }
+
+    void on_head(boost::system::error_code ec) {
+        if (ec) {
+            timer.cancel();
+            return;
+        }
+        std::string line(boost::asio::buffers_begin(buf.data()),
+                         boost::asio::buffers_end(buf.data()));
+        line.resize(line.find("\r\n"));
+        if (line.rfind("GET /metrics ", 0) == 0) {
+            out = reply(200, "OK", "text/plain; version=0.0.4; charset=utf-8", metrics());
+        } else if (line.rfind("GET /healthz ", 0) == 0) {
+            out = reply(200, "OK", "text/plain", "ok\n");
+        } else {
+            out = reply(404, "Not Found", "text/plain", "not found\n");
+        }
+        boost::asio::async_write(
+            socket, boost::asio::buffer(out),
+            [self = shared_from_this()](boost::system::error_code e, std::size_t) {
+                self->socket.shutdown(tcp::socket::shutdown_send, e);
+                self->timer.cancel();
+            });
+    }
+
+    tcp::socket socket;
+    boost::asio::steady_timer timer;
+    const std::function<std::string()>& metrics;
+    boost::asio::streambuf buf;
+    std::string out;
+};
+
+} // namespace
+
+admin::admin(boost::asio::io_context& io, const listen_address& addr,
+             std::function<std::string()> metrics)
+    : io_(io), acceptor_(io), metrics_(std::move(metrics)) {
+    const tcp::endpoint ep = endpoint_of(addr);
+    boost::system::error_code ec;
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(64, ec);
+    if (ec)
+        throw std::system_error(ec, "cannot listen on admin address " + addr.host + ":" +
+                                        std::to_string(addr.port));
+}
+
+void admin::start() {
+    do_accept();
+}
+
+void admin::close() noexcept {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+}
+
+tcp::endpoint admin::local_endpoint() const {
+    return acceptor_.local_endpoint();
+}
+
+void admin::do_accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+        if (ec == boost::asio::error::operation_aborted) return;
+        if (!ec) std::make_shared<admin_session>(std::move(s), metrics_)->start();
+        do_accept();
+    });
+}
+
+} // namespace tarry::server

@@ -1,0 +1,33 @@
+#pragma once
+
+#include "config.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <functional>
+#include <string>
+
+namespace tarry::server {
+
+/// The admin endpoint: GET /metrics (Prometheus text) and GET /healthz, on its own address and
+/// its own thread's io_context, never on the main listeners. One request per connection.
+class admin {
+public:
+    /// `metrics` renders the exposition; called on this io_context's thread.
+    admin(boost::asio::io_context& io, const listen_address& addr,
+          std::function<std::string()> metrics);
+
+    void start();
+    void close() noexcept;
+    [[nodiscard]] boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+private:
+    void do_accept();
+
+    boost::asio::io_context& io_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    std::function<std::string()> metrics_;
+};
+
+} // namespace tarry::server

@@ -1,0 +1,108 @@
+#include "metrics_text.hpp"
+
+#include "worker.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace tarry::server {
+namespace {
+
+constexpr std::array<std::string_view, static_cast<std::size_t>(conn_phase::count_)> phase_names{
+    "header", "body", "send", "keep_alive", "linger"};
+
+void family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+template <class F> std::int64_t sum(const std::vector<worker*>& ws, F f) {
+    std::int64_t n = 0;
+    for (worker* w : ws)
+        n += f(w->metrics());
+    return n;
+}
+
+} // namespace
+
+worker_snapshot take_snapshot(worker& w) {
+    worker_snapshot s;
+    w.registry().for_each_list(
+        [&](timeouts::idle_list& l) { s.lists.emplace_back(l.timeout(), l.size()); });
+    s.expiry = w.registry().stats();
+    s.date_refreshes = w.date().cache().refreshes();
+    return s;
+}
+
+std::string render_metrics(const std::vector<worker*>& ws,
+                           const std::vector<worker_snapshot>& snaps) {
+    std::string out;
+    auto counter_line = [&](std::string_view name, std::string_view type, std::string_view help,
+                            std::int64_t v) {
+        family(out, name, type, help);
+        fmt::format_to(std::back_inserter(out), "{} {}\n", name, v);
+    };
+    counter_line("tarry_connections_accepted_total", "counter", "Connections accepted.",
+                 sum(ws, [](worker_metrics& m) { return m.accepted.get(); }));
+    counter_line("tarry_accept_errors_total", "counter", "Failed accepts (EMFILE and others).",
+                 sum(ws, [](worker_metrics& m) { return m.accept_errors.get(); }));
+    counter_line("tarry_connections_open", "gauge", "Connections open now.",
+                 sum(ws, [](worker_metrics& m) { return m.open.get(); }));
+    counter_line("tarry_connections_idle", "gauge",
+                 "Connections idle between requests (the keep_alive phase).",
+                 sum(ws, [](worker_metrics& m) {
+                     return m.phases[static_cast<std::size_t>(conn_phase::keep_alive)].get();
+                 }));
+    family(out, "tarry_connections_by_phase", "gauge", "Connections open now, by phase.");
+    for (std::size_t p = 0; p < phase_names.size(); ++p)
+        fmt::format_to(std::back_inserter(out), "tarry_connections_by_phase{{phase=\"{}\"}} {}\n",
+                       phase_names[p],
+                       sum(ws, [p](worker_metrics& m) { return m.phases[p].get(); }));
+    counter_line("tarry_requests_total", "counter", "Requests answered.",
+                 sum(ws, [](worker_metrics& m) { return m.requests.get(); }));
+    family(out, "tarry_connection_closes_total", "counter", "Connections closed, by reason.");
+    for (std::size_t r = 0; r < close_reason_names.size(); ++r)
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_connection_closes_total{{reason=\"{}\"}} {}\n", close_reason_names[r],
+                       sum(ws, [r](worker_metrics& m) { return m.closes[r].get(); }));
+
+    std::map<timeouts::clock::duration, std::size_t> lists;
+    timeouts::expiry_stats expiry;
+    std::uint64_t refreshes = 0;
+    for (const auto& s : snaps) {
+        for (const auto& [d, n] : s.lists)
+            lists[d] += n;
+        expiry += s.expiry;
+        refreshes += s.date_refreshes;
+    }
+    counter_line("tarry_timeout_lists", "gauge", "Live timeout lists (one per distinct duration).",
+                 static_cast<std::int64_t>(lists.size()));
+    family(out, "tarry_timeout_list_length", "gauge", "Entries in each timeout list, by duration.");
+    for (const auto& [d, n] : lists)
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_timeout_list_length{{duration_seconds=\"{}\"}} {}\n",
+                       std::chrono::duration<double>(d).count(), n);
+    counter_line("tarry_timeout_wakeups_total", "counter",
+                 "Timer wake-ups and batch continuations of the timeout lists.",
+                 static_cast<std::int64_t>(expiry.wakeups));
+    family(out, "tarry_timeout_lateness_seconds", "histogram",
+           "How late each expiry ran: actual time minus deadline.");
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < timeouts::expiry_stats::bounds_us.size(); ++i) {
+        cumulative += expiry.late_buckets[i];
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_timeout_lateness_seconds_bucket{{le=\"{}\"}} {}\n",
+                       static_cast<double>(timeouts::expiry_stats::bounds_us[i]) / 1e6, cumulative);
+    }
+    cumulative += expiry.late_buckets.back();
+    fmt::format_to(std::back_inserter(out),
+                   "tarry_timeout_lateness_seconds_bucket{{le=\"+Inf\"}} {}\n"
+                   "tarry_timeout_lateness_seconds_sum {}\n"
+                   "tarry_timeout_lateness_seconds_count {}\n",
+                   cumulative, static_cast<double>(expiry.late_sum_us) / 1e6, expiry.expired);
+    counter_line("tarry_date_refreshes_total", "counter",
+                 "Times the cached Date value was rebuilt.", static_cast<std::int64_t>(refreshes));
+    return out;
+}
+
+} // namespace tarry::server
