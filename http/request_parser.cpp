@@ -56,7 +56,7 @@ bool valid_host(std::string_view host) noexcept {
 
 request_parser::request_parser(request_head& head, std::size_t max_header_bytes,
                                std::uint64_t max_body_bytes)
-    : head_(head) {
+    : head_(head), max_header_bytes_(max_header_bytes) {
     header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(max_header_bytes, UINT32_MAX)));
     body_limit(max_body_bytes);
     eager(true);
@@ -65,11 +65,66 @@ request_parser::request_parser(request_head& head, std::size_t max_header_bytes,
 
 std::size_t request_parser::feed(const char* data, std::size_t size,
                                  boost::system::error_code& ec) {
+    if (!is_header_done() && !header_present(data, size, ec)) return 0;
+    const std::size_t n = put_raw(data, size, ec);
+    return ec == bh::error::bad_version ? retry_version(data, size, ec) : n;
+}
+
+bool request_parser::header_present(const char* data, std::size_t size,
+                                    boost::system::error_code& ec) {
+    // Beast parses and consumes the request line and each whole field line as soon as they
+    // arrive, and applies its header limit to one call's bytes. Give it the header only once it
+    // is all here: then nothing of it is consumed before, the limit covers all of it, and it is
+    // contiguous at `data` (for the obs-fold scan, and for the session to tell 414 from 431).
+    // The empty line may follow a bare LF too, so that Beast sees, and refuses, such a header.
+    const std::size_t window = std::min(size, max_header_bytes_);
+    for (std::size_t at = scanned_; at < window; ++at) {
+        const auto* lf = static_cast<const char*>(std::memchr(data + at, '\n', window - at));
+        if (lf == nullptr) break;
+        at = static_cast<std::size_t>(lf - data);
+        if ((at + 1 < window && data[at + 1] == '\n') ||
+            (at + 2 < window && data[at + 1] == '\r' && data[at + 2] == '\n'))
+            return true;
+    }
+    scanned_ = window < 2 ? 0 : window - 2; // an empty line may yet start in the last two bytes
+    ec = size >= max_header_bytes_ ? bh::error::header_limit : bh::error::need_more;
+    return false;
+}
+
+std::size_t request_parser::put_raw(const char* data, std::size_t size,
+                                    boost::system::error_code& ec) {
     raw_ = data;
     raw_size_ = size;
     const std::size_t n = put(boost::asio::const_buffer(data, size), ec);
     raw_ = nullptr;
     return n;
+}
+
+std::size_t request_parser::retry_version(const char* data, std::size_t size,
+                                          boost::system::error_code& ec) {
+    // Beast refuses every version but 1.0 and 1.1 as malformed (400), before on_request_impl.
+    // A well-formed one is either a later HTTP/1 minor version, served as 1.1 (RFC 9110, 2.5),
+    // or another major version (505). The method and target parsed, so the version follows
+    // the second space.
+    const std::string_view raw(data, std::min(size, max_header_bytes_));
+    const auto eol = raw.find('\n');
+    const auto sp = raw.find(' ', raw.find(' ') + 1);
+    if (eol == std::string_view::npos || sp >= eol) return 0;
+    const auto v = raw.substr(sp + 1, eol + 1 - (sp + 1));
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    if (v.size() != 10 || v.substr(0, 5) != "HTTP/" || !digit(v[5]) || v[6] != '.' ||
+        !digit(v[7]) || v.substr(8) != "\r\n")
+        return 0;
+    if (v[5] != '1') {
+        ec = request_error::version_not_supported;
+        return 0;
+    }
+    // Beast's state is as before the call (it fails before taking anything in): parse a copy
+    // of the header that says 1.1. Only strings copied out of it outlive the call.
+    std::string copy(raw);
+    copy[sp + 1 + 7] = '1';
+    ec = {};
+    return put_raw(copy.data(), copy.size(), ec);
 }
 
 void request_parser::on_request_impl(bh::verb method, boost::beast::string_view,
@@ -123,6 +178,9 @@ void request_parser::on_request_impl(bh::verb method, boost::beast::string_view,
 void request_parser::on_field_impl(bh::field name, boost::beast::string_view,
                                    boost::beast::string_view value_sv,
                                    boost::system::error_code& ec) {
+    // Beast hands trailer fields (after a chunked body) here too. They are not header fields:
+    // discard them (RFC 9110, 6.5.1), so a trailing Host or Expect changes nothing.
+    if (is_header_done()) return;
     const std::string_view value(value_sv.data(), value_sv.size());
     switch (name) {
     case bh::field::host:
@@ -141,7 +199,8 @@ void request_parser::on_field_impl(bh::field name, boost::beast::string_view,
         return;
     case bh::field::expect:
         if (boost::beast::iequals(trim(value), "100-continue")) {
-            head_.expect_continue = true;
+            // An HTTP/1.0 client never gets a 1xx: ignore its expectation (RFC 9110, 10.1.1).
+            head_.expect_continue = head_.version == 11;
         } else {
             ec = request_error::expectation_failed;
         }

@@ -36,8 +36,8 @@ public:
     /// `head` is filled as the request line and fields arrive.
     request_parser(request_head& head, std::size_t max_header_bytes, std::uint64_t max_body_bytes);
 
-    /// Feeds [data, data + size), which must begin with the first byte of the request (Beast
-    /// consumes no header byte until the whole header is present). Returns bytes consumed.
+    /// Feeds [data, data + size), which must begin with the first byte of the request: no
+    /// header byte is consumed until the whole header is present. Returns bytes consumed.
     std::size_t feed(const char* data, std::size_t size, boost::system::error_code& ec);
 
     [[nodiscard]] std::uint64_t body_bytes() const noexcept { return body_bytes_; }
@@ -61,8 +61,13 @@ private:
     void on_finish_impl(boost::system::error_code&) override {}
 
     void on_transfer_encoding(std::string_view value, boost::system::error_code& ec);
+    bool header_present(const char* data, std::size_t size, boost::system::error_code& ec);
+    std::size_t put_raw(const char* data, std::size_t size, boost::system::error_code& ec);
+    std::size_t retry_version(const char* data, std::size_t size, boost::system::error_code& ec);
 
     request_head& head_;
+    std::size_t max_header_bytes_;
+    std::size_t scanned_ = 0;   // header bytes searched for the empty line, less a lookahead
     const char* raw_ = nullptr; // start of the request while feed() runs
     std::size_t raw_size_ = 0;
     unsigned host_count_ = 0;

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace tarry::http {
@@ -65,8 +66,11 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
         const std::size_t n = parser.feed(data + used, size - used, ec);
         if (ec && ec != bh::error::need_more) {
             // No header byte is consumed before the header is whole, so data + used is where
-            // this request starts: a line feed in what we have means the request line ended.
-            const bool line_complete = std::memchr(data + used, '\n', size - used) != nullptr;
+            // this request starts: a line feed within the header limit means the request line
+            // ended there (past the limit, it ended too late: 414).
+            const bool line_complete =
+                std::memchr(data + used, '\n',
+                            std::min(size - used, settings_->max_header_bytes)) != nullptr;
             fail(status_for(ec, line_complete), out, date);
             break;
         }
@@ -80,6 +84,12 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             parser.body_bytes() == 0) {
             out.append(continue_line);
             sent_continue_ = true;
+        }
+        if (n == 0 && parser.is_header_done() && size - used > settings_->max_header_bytes) {
+            // A chunk header or trailer section the parser needs whole, larger than a header
+            // may be: without a limit here it would fill the connection's buffer and stall.
+            fail(431, out, date);
+            break;
         }
         if (n == 0 || used == size) break;
     }
@@ -106,6 +116,17 @@ void session::respond(std::string& out, std::string_view date) {
         response_head r = base_head(200, keep_alive);
         r.extra_fields = allow;
         append_head(out, r, date);
+        return;
+    }
+    if (req.method == bh::verb::unknown) {
+        // A method this server does not recognise (RFC 9110, 9.1 and 15.6.2); 405 is for one
+        // it knows but the resource does not allow.
+        const std::string_view body = "Not Implemented\n";
+        response_head r = base_head(501, keep_alive);
+        r.content_type = text_plain;
+        r.content_length = body.size();
+        append_head(out, r, date);
+        out.append(body);
         return;
     }
     if (req.method != bh::verb::get && req.method != bh::verb::head) {

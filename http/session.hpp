@@ -67,7 +67,11 @@ public:
     [[nodiscard]] bool closing() const noexcept { return closing_; }
     [[nodiscard]] bool has_file() const noexcept { return file_.has_value(); }
     [[nodiscard]] file_body& file() noexcept { return *file_; }
-    void file_done() noexcept { file_.reset(); }
+    /// The file body is sent. A session told to drain meanwhile has nothing left: it closes.
+    void file_done() noexcept {
+        file_.reset();
+        if (draining_ && current_phase() == phase::idle) closing_ = true;
+    }
     [[nodiscard]] std::uint64_t requests() const noexcept { return requests_; }
 
 private:

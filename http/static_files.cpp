@@ -57,7 +57,9 @@ unsigned normalise(std::string_view path, std::string& out) {
 
 int open_beneath(int root, const std::string& rel) {
     open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+    // O_NONBLOCK: opening a FIFO in the docroot must not block the worker (it is then not a
+    // regular file, so 404); reads of regular files ignore the flag.
+    how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     return static_cast<int>(
         ::syscall(SYS_openat2, root, rel.empty() ? "." : rel.c_str(), &how, sizeof how));

@@ -3,14 +3,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 int main(int argc, char** argv) {
     using namespace tarry::server;
-    std::signal(SIGPIPE, SIG_IGN);
 
     command_line cl;
     try {

@@ -30,6 +30,9 @@ std::string to_string(const boost::asio::ip::tcp::endpoint& ep) {
 server::server(config cfg, std::vector<std::string> args)
     : cfg_(std::move(cfg)), args_(std::move(args)), worker_count_(worker_count(cfg_)),
       signals_(io_, SIGINT, SIGTERM, SIGHUP) {
+    // send() is called with MSG_NOSIGNAL, but sendfile() has no such flag: a client that resets
+    // while a file streams would otherwise kill the process.
+    std::signal(SIGPIPE, SIG_IGN);
     if (cfg_.docroot) files_ = std::make_unique<http::static_files>(*cfg_.docroot);
     for (unsigned i = 0; i < worker_count_; ++i)
         workers_.push_back(std::make_unique<worker>(i, cfg_, files_.get(), worker_count_));
