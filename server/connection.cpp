@@ -295,15 +295,17 @@ void connection::on_timeout() noexcept {
 void connection::close(close_reason why) noexcept {
     if (closed_) return;
     closed_ = true;
-    worker_metrics& m = owner_.metrics();
-    m.closed(why);
-    m.open.add(-1);
-    m.phases[static_cast<std::size_t>(phase_)].add(-1);
     timeout_registry::unenroll(idle_);
     boost::system::error_code ignored;
     socket_.close(ignored); // the pending wait completes with operation_aborted and lets go
+    if (session_.has_file()) session_.file_done(); // its descriptor too, not when we are freed
     release_buffers();
     owner_.date().release();
+    // Counted once the descriptor is really gone, so "open" never runs ahead of the kernel.
+    worker_metrics& m = owner_.metrics();
+    m.closed(why);
+    m.phases[static_cast<std::size_t>(phase_)].add(-1);
+    m.open.add(-1);
     owner_.connection_closed();
 }
 

@@ -66,8 +66,9 @@ void listener::do_accept() {
         return;
     }
     acceptor_.async_accept(boost::asio::bind_allocator(
-        plain_allocator<void>(), [this](const boost::system::error_code& ec, socket_type socket) {
-            on_accept(ec, std::move(socket));
+        plain_allocator<void>(),
+        [self = shared_from_this()](const boost::system::error_code& ec, socket_type socket) {
+            self->on_accept(ec, std::move(socket));
         }));
 }
 
@@ -94,8 +95,8 @@ void listener::on_accept(const boost::system::error_code& ec, socket_type socket
 void listener::pause() {
     // Nothing to reclaim: give connections time to end rather than retrying in a loop.
     retry_.expires_after(std::chrono::milliseconds(100));
-    retry_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) do_accept();
+    retry_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) self->do_accept();
     });
 }
 

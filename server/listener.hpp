@@ -6,6 +6,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <memory>
+
 namespace tarry::server {
 
 class worker;
@@ -18,8 +20,9 @@ using acceptor_type = boost::asio::basic_socket_acceptor<boost::asio::ip::tcp,
 ///
 /// When descriptors run out (EMFILE/ENFILE, or max_connections reached) it reclaims the oldest
 /// idle keep-alive connection and retries; with none to reclaim it pauses before the next
-/// accept instead of spinning on a failing one.
-class listener {
+/// accept instead of spinning on a failing one. Its pending accept and retry wait hold it, so a
+/// reload may drop a listener while its cancelled accept is still queued.
+class listener : public std::enable_shared_from_this<listener> {
 public:
     /// Opens, binds and listens; throws std::system_error naming the address.
     listener(worker& owner, const listen_address& addr);

@@ -17,6 +17,8 @@ worker::~worker() {
     // Close what is left and let the aborted waits run while everything they touch exists.
     for (auto& c : all_connections())
         c->close(close_reason::shutdown);
+    for (auto& l : listeners_)
+        l->close();
     listeners_.clear();
     date_.stop();
     io_.restart();
@@ -24,7 +26,7 @@ worker::~worker() {
 }
 
 void worker::listen(const listen_address& addr) {
-    listeners_.push_back(std::make_unique<listener>(*this, addr));
+    listeners_.push_back(std::make_shared<listener>(*this, addr));
 }
 
 std::vector<boost::asio::ip::tcp::endpoint> worker::endpoints() const {
@@ -132,7 +134,7 @@ void worker::reload(const config& cfg, const http::static_files* files, unsigned
 }
 
 void worker::sync_listeners(const std::vector<listen_address>& wanted) {
-    std::erase_if(listeners_, [&](const std::unique_ptr<listener>& l) {
+    std::erase_if(listeners_, [&](const std::shared_ptr<listener>& l) {
         if (std::find(wanted.begin(), wanted.end(), l->address()) != wanted.end()) return false;
         l->close();
         return true;

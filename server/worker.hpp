@@ -74,7 +74,7 @@ private:
     http::date_clock date_;
     worker_settings settings_;
     worker_metrics metrics_;
-    std::vector<std::unique_ptr<listener>> listeners_;
+    std::vector<std::shared_ptr<listener>> listeners_;
     boost::asio::steady_timer drain_timer_;
     std::thread thread_;
     std::size_t connections_ = 0;

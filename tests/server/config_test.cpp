@@ -91,8 +91,10 @@ protected:
 
     void SetUp() override {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir = fs::temp_directory_path() / "tarry_config_test" /
-              (std::to_string(::getpid()) + "_" + info->name());
+        // One directory per process and test, straight under the temporary directory: tests
+        // run in parallel processes, and a shared parent could vanish under another one.
+        dir = fs::temp_directory_path() /
+              ("tarry_config_test_" + std::to_string(::getpid()) + "_" + info->name());
         fs::remove_all(dir);
         fs::create_directories(dir);
     }
@@ -100,8 +102,6 @@ protected:
     void TearDown() override {
         std::error_code ec;
         fs::remove_all(dir, ec);
-        // Only removes the shared parent once no other run is using it.
-        fs::remove(dir.parent_path(), ec);
     }
 
     fs::path write(const std::string& text, const std::string& name = "tarry.toml") const {

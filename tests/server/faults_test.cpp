@@ -65,12 +65,16 @@ protected:
 
     std::int64_t open_connections() { return srv->workers()[0]->metrics().open.get(); }
 
-    /// Waits for the server to have no connection left, then checks it still answers.
-    void expect_recovered() {
+    void wait_all_closed() {
         const auto deadline = steady::now() + 10s;
         while (open_connections() != 0 && steady::now() < deadline)
             std::this_thread::sleep_for(5ms);
         EXPECT_EQ(open_connections(), 0);
+    }
+
+    /// Waits for the server to have no connection left, then checks it still answers.
+    void expect_recovered() {
+        wait_all_closed();
         test_client c(port);
         ASSERT_TRUE(c.send(get));
         auto r = c.read_response();
@@ -145,8 +149,9 @@ TEST_F(FaultsTest, DescriptorsReturnToWhereTheyStarted) {
         ok.read_response();
         bad.read_response();
     }
-    expect_recovered();
+    wait_all_closed();
     EXPECT_EQ(open_fds(), before);
+    expect_recovered();
 }
 
 } // namespace
