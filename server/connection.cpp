@@ -1,15 +1,14 @@
 #include "connection.hpp"
 
-#include "plain_allocator.hpp"
 #include "worker.hpp"
 
 #include <timeout_registry.hpp>
 
-#include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -32,13 +31,12 @@ bool is_reset(int err) noexcept {
 
 } // namespace
 
-connection::connection(worker& owner, socket_type socket)
-    : owner_(owner), socket_(std::move(socket)),
-      idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
-      session_(owner.settings().session) {}
+connection::connection(worker& owner, int fd)
+    : owner_(owner), idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
+      session_(owner.settings().session), fd_(fd) {}
 
 connection::~connection() {
-    if (!closed_) close(close_reason::shutdown);
+    if (!closed_) ::close(fd_); // never started (registration failed before close() ran)
 }
 
 void connection::start() {
@@ -46,16 +44,26 @@ void connection::start() {
     m.open.add();
     m.phases[static_cast<std::size_t>(phase_)].add();
     owner_.date().hold();
-    boost::system::error_code ec;
-    socket_.non_blocking(true, ec);
-    if (!ec) socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
-    if (ec) {
+    if (!owner_.poll().add(fd_, *this)) {
         close(close_reason::error);
         return;
     }
-    // The socket was registered with epoll when accepted: bytes that came with the connection
-    // are reported, so there is no need to try a read first.
+    // Bytes that came with the connection raise an input edge as soon as it is registered.
     wait(false);
+}
+
+void connection::on_events(std::uint32_t events) noexcept {
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) readable_ = true;
+    // After a hang-up no edge will ever come again: read until recv reports it.
+    if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) hung_up_ = true;
+    if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) writable_ = true;
+    if (closed_ || !((want_read_ && readable_) || (want_write_ && writable_))) return;
+    want_read_ = want_write_ = false;
+    try {
+        drive();
+    } catch (...) {
+        close(close_reason::error); // out of memory mid-request
+    }
 }
 
 bool connection::idle() const noexcept {
@@ -72,8 +80,7 @@ void connection::drain() noexcept {
 // The whole life of a request, from bytes in to bytes out, runs here until some system call
 // would block. One clock read per timeout-list move, none per byte.
 void connection::drive() {
-    bool drained = false; // a read in this pass found the socket empty: wait for an edge
-    bool fresh = true;    // new input or room for output since the last parse
+    bool fresh = true; // new input or room for output since the last parse
     while (!closed_) {
         if (fresh && in_len_ != 0 && !session_.closing() && !session_.has_file()) {
             if (!out_) out_ = out_buffers::take();
@@ -106,34 +113,37 @@ void connection::drive() {
             close(session_.closing() ? close_reason::done : close_reason::client_close);
             return;
         }
-        if (drained) {
+        if (!readable_) {
             wait(false);
             return;
         }
         const std::size_t had = in_len_;
-        if (!read_some(drained)) return;
+        if (!read_some()) return;
         fresh = in_len_ != had;
         if (phase_ == conn_phase::linger) in_len_ = 0; // discard what a closing client sends
     }
 }
 
-bool connection::read_some(bool& drained) {
+bool connection::read_some() {
     if (!in_) {
         in_ = in_buffers::take();
         in_->bytes.resize(owner_.settings().in_buffer_bytes);
     }
     const std::size_t space = in_->bytes.size() - in_len_;
     if (space == 0) {
-        // The session consumes bodies as they come and the buffer holds more than the header
-        // limit, so only a stalled pipeline gets here: write first, read later.
-        drained = true;
-        return true;
+        // Cannot happen: the session consumes bodies as they arrive and refuses a header (or
+        // trailer) larger than max_header_bytes, which is below the buffer size. Never wait on
+        // a full buffer, which would stall the connection until a timeout.
+        close(close_reason::error);
+        return false;
     }
     for (;;) {
-        const ssize_t n = ::recv(socket_.native_handle(), in_->bytes.data() + in_len_, space, 0);
+        const ssize_t n = ::recv(fd_, in_->bytes.data() + in_len_, space, 0);
         if (n > 0) {
             in_len_ += static_cast<std::uint32_t>(n);
-            drained = static_cast<std::size_t>(n) < space;
+            // A short read emptied the socket: the next bytes raise a new edge (unless the
+            // peer hung up, which raises none: then read on until recv says so).
+            if (static_cast<std::size_t>(n) < space && !hung_up_) readable_ = false;
             return true;
         }
         if (n == 0) {
@@ -142,7 +152,7 @@ bool connection::read_some(bool& drained) {
         }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            drained = true;
+            readable_ = false;
             return true;
         }
         close(is_reset(errno) ? close_reason::client_close : close_reason::error);
@@ -151,20 +161,23 @@ bool connection::read_some(bool& drained) {
 }
 
 bool connection::write_pending() {
-    for (;;) {
-        const ssize_t n = ::send(socket_.native_handle(), out_->data() + out_off_,
-                                 out_->size() - out_off_, MSG_NOSIGNAL);
-        if (n >= 0) {
-            out_off_ += static_cast<std::uint32_t>(n);
-            if (out_off_ < out_->size()) break;
-            out_->clear();
-            out_off_ = 0;
-            return true;
+    if (writable_) {
+        for (;;) {
+            const ssize_t n =
+                ::send(fd_, out_->data() + out_off_, out_->size() - out_off_, MSG_NOSIGNAL);
+            if (n >= 0) {
+                out_off_ += static_cast<std::uint32_t>(n);
+                if (out_off_ < out_->size()) break; // the send buffer is full
+                out_->clear();
+                out_off_ = 0;
+                return true;
+            }
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            close(is_reset(errno) ? close_reason::client_close : close_reason::error);
+            return false;
         }
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        close(is_reset(errno) ? close_reason::client_close : close_reason::error);
-        return false;
+        writable_ = false;
     }
     wait(true);
     return false;
@@ -172,9 +185,9 @@ bool connection::write_pending() {
 
 bool connection::send_file() {
     http::file_body& f = session_.file();
-    while (f.remaining != 0) {
+    while (f.remaining != 0 && writable_) {
         auto offset = static_cast<off_t>(f.offset);
-        const ssize_t n = ::sendfile(socket_.native_handle(), f.fd.get(), &offset,
+        const ssize_t n = ::sendfile(fd_, f.fd.get(), &offset,
                                      std::min<std::uint64_t>(f.remaining, max_sendfile_chunk));
         if (n > 0) {
             f.offset += static_cast<std::uint64_t>(n);
@@ -183,11 +196,15 @@ bool connection::send_file() {
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            wait(true);
-            return false;
+            writable_ = false;
+            break;
         }
         // The file shrank (n == 0) or the socket failed: the length promised cannot be kept.
         close(n < 0 && is_reset(errno) ? close_reason::client_close : close_reason::error);
+        return false;
+    }
+    if (f.remaining != 0) {
+        wait(true);
         return false;
     }
     session_.file_done();
@@ -204,8 +221,7 @@ void connection::finish() {
         return;
     }
     if (phase_ == conn_phase::linger) return;
-    boost::system::error_code ec;
-    socket_.shutdown(boost::asio::socket_base::shutdown_send, ec);
+    ::shutdown(fd_, SHUT_WR);
     in_len_ = 0;
     enter(conn_phase::linger, false);
 }
@@ -223,21 +239,8 @@ void connection::wait(bool writable) {
         enter(conn_phase::keep_alive, true);
         release_buffers(); // idle: hold nothing but the socket
     }
-    socket_.async_wait(writable ? socket_type::wait_write : socket_type::wait_read,
-                       boost::asio::bind_allocator(
-                           plain_allocator<void>(),
-                           [self = connection_ptr(this)](const boost::system::error_code& ec) {
-                               self->on_ready(ec);
-                           }));
-}
-
-void connection::on_ready(const boost::system::error_code& ec) {
-    if (closed_) return;
-    if (ec) {
-        close(close_reason::error);
-        return;
-    }
-    drive();
+    want_write_ = writable;
+    want_read_ = !writable;
 }
 
 void connection::enter(conn_phase p, bool touch_if_same) {
@@ -274,7 +277,7 @@ void connection::on_timeout() noexcept {
                 out_off_ = 0;
                 session_.fail(408, *out_, owner_.date().value());
                 [[maybe_unused]] const ssize_t n =
-                    ::send(socket_.native_handle(), out_->data(), out_->size(), MSG_NOSIGNAL);
+                    ::send(fd_, out_->data(), out_->size(), MSG_NOSIGNAL);
             } catch (...) {
                 // out of memory: close without the courtesy
             }
@@ -295,9 +298,9 @@ void connection::on_timeout() noexcept {
 void connection::close(close_reason why) noexcept {
     if (closed_) return;
     closed_ = true;
+    want_read_ = want_write_ = false;
     timeout_registry::unenroll(idle_);
-    boost::system::error_code ignored;
-    socket_.close(ignored); // the pending wait completes with operation_aborted and lets go
+    ::close(fd_);                                  // also leaves the poller's set
     if (session_.has_file()) session_.file_done(); // its descriptor too, not when we are freed
     release_buffers();
     owner_.date().release();
@@ -307,6 +310,14 @@ void connection::close(close_reason why) noexcept {
     m.phases[static_cast<std::size_t>(phase_)].add(-1);
     m.open.add(-1);
     owner_.connection_closed();
+    // Hand the accept's reference to a posted handler: the object outlives the event batch or
+    // expiry round that is closing it, and goes right after. If the io_context is being torn
+    // down, the handler is destroyed unrun, which frees it all the same.
+    try {
+        boost::asio::post(owner_.io(), [self = connection_ptr(this, false)] {});
+    } catch (...) {
+        intrusive_ptr_release(this); // could not defer: the caller holds no reference to us
+    }
 }
 
 void connection::release_buffers() noexcept {

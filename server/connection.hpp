@@ -1,17 +1,17 @@
 #pragma once
 
 #include "close_reason.hpp"
+#include "poller.hpp"
 #include "worker_metrics.hpp"
 
 #include <idle_entry.hpp>
 #include <session.hpp>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/smart_ptr/intrusive_ref_counter.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -26,15 +26,14 @@ struct in_buffer {
     std::string bytes;
 };
 
-using socket_type =
-    boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
-
 /// One client connection: socket I/O and timeouts around an http::session.
 ///
-/// I/O is readiness-based, as nginx does it: the connection waits for readability with no
-/// buffer, then reads and writes with non-blocking system calls directly. An idle keep-alive
-/// connection therefore holds no read buffer, no parser and no output buffer: they come from
-/// per-thread free lists when bytes arrive and go back when the response is written.
+/// I/O is readiness-based, as nginx does it: the socket sits in the worker's edge-triggered
+/// poller from accept to close, the connection remembers which edges arrived (readable_,
+/// writable_; cleared when a call returns EAGAIN) and reads and writes with non-blocking system
+/// calls directly: one recv and one send per request, no other system call. An idle keep-alive
+/// connection holds no read buffer, no parser, no output buffer and no pending operation: they
+/// come from per-thread free lists when bytes arrive and go back when the response is written.
 ///
 /// The connection is always enrolled in exactly one timeout list, the one for its phase:
 ///   header     - from accept (first request) or first byte, until the header is complete; total
@@ -42,17 +41,22 @@ using socket_type =
 ///   send       - between two writes of a response the client is not draining; touched on progress
 ///   keep_alive - idle between requests; touched when a response is fully written
 ///   linger     - after an error response, reading and discarding until the client closes
-/// It lives as long as a pending wait holds a reference, as in Beast's examples; the count is
-/// intrusive and single-threaded (a connection never leaves its worker's thread), which saves
-/// a control block per connection and a word per pending wait.
-class connection : public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
+///
+/// Lifetime: the worker's accept gives it one reference, which close() hands to a posted
+/// handler, so the object outlives the event batch or expiry round that closed it. The count is
+/// intrusive and single-threaded: a connection never leaves its worker's thread.
+class connection : public pollable,
+                   public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
-    connection(worker& owner, socket_type socket);
+    /// Takes ownership of `fd` (connected, non-blocking).
+    connection(worker& owner, int fd);
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
     ~connection();
 
+    /// Registers with the poller and waits for the first request.
     void start();
+    void on_events(std::uint32_t events) noexcept override;
 
     /// Graceful stop: idle connections close now; the others finish their request with
     /// Connection: close.
@@ -69,27 +73,31 @@ public:
 
 private:
     void drive();
-    bool read_some(bool& drained);
+    bool read_some();
     bool write_pending();
     bool send_file();
     void wait(bool writable);
-    void on_ready(const boost::system::error_code& ec);
     void enter(conn_phase p, bool touch_if_same);
     void finish();
     void on_timeout() noexcept;
     void release_buffers() noexcept;
 
     worker& owner_;
-    socket_type socket_;
     timeouts::idle_entry idle_;
     http::session session_;
     std::unique_ptr<in_buffer> in_;    ///< request bytes; only while a request is in progress
     std::unique_ptr<std::string> out_; ///< queued responses; only while some are
     std::uint32_t in_len_ = 0;         ///< bytes in in_ (bounded by the buffer size)
     std::uint32_t out_off_ = 0;        ///< bytes of out_ already written
+    int fd_;
     conn_phase phase_ = conn_phase::header;
     bool closed_ = false;
     bool peer_eof_ = false;
+    bool readable_ = false; ///< an input edge arrived and recv has not said EAGAIN since
+    bool writable_ = true;  ///< send has not said EAGAIN since the last output edge
+    bool hung_up_ = false;  ///< the peer shut down or reset: no further edge will come
+    bool want_read_ = false;
+    bool want_write_ = false;
 };
 
 } // namespace tarry::server

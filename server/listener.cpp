@@ -1,14 +1,13 @@
 #include "listener.hpp"
 
-#include "plain_allocator.hpp"
 #include "worker.hpp"
 
-#include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/ip/v6_only.hpp>
-#include <boost/asio/socket_base.hpp>
-
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <system_error>
 
 namespace tarry::server {
@@ -25,78 +24,88 @@ tcp::endpoint endpoint_of(const listen_address& addr) {
 }
 
 listener::listener(worker& owner, const listen_address& addr)
-    : owner_(owner), addr_(addr), acceptor_(owner.io()), retry_(owner.io()) {
+    : owner_(owner), addr_(addr), retry_(owner.io()) {
     const tcp::endpoint ep = endpoint_of(addr);
     const std::string where = addr.host + ":" + std::to_string(addr.port);
-    boost::system::error_code ec;
-    acceptor_.open(ep.protocol(), ec);
-    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (!ec) {
-        const int one = 1;
-        if (::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) !=
-            0)
-            ec.assign(errno, boost::system::system_category());
-    }
-    if (!ec && ep.address().is_v6()) acceptor_.set_option(boost::asio::ip::v6_only(true), ec);
-    if (!ec) acceptor_.bind(ep, ec);
-    if (!ec) acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
-    if (ec) throw std::system_error(ec, "cannot listen on " + where);
-    acceptor_.non_blocking(true, ec);
+    const auto fail = [&](const char* what) {
+        const int err = errno;
+        if (fd_ >= 0) ::close(fd_);
+        throw std::system_error(err, std::generic_category(),
+                                "cannot listen on " + where + " (" + what + ")");
+    };
+    fd_ = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) fail("socket");
+    const int one = 1;
+    if (::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) fail("SO_REUSEADDR");
+    if (::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) fail("SO_REUSEPORT");
+    if (ep.address().is_v6() && ::setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
+        fail("IPV6_V6ONLY");
+    if (::bind(fd_, ep.data(), static_cast<socklen_t>(ep.size())) != 0) fail("bind");
+    if (::listen(fd_, SOMAXCONN) != 0) fail("listen");
+}
+
+listener::~listener() {
+    close();
 }
 
 tcp::endpoint listener::local_endpoint() const {
-    return acceptor_.local_endpoint();
+    tcp::endpoint ep;
+    socklen_t len = static_cast<socklen_t>(ep.capacity());
+    ::getsockname(fd_, ep.data(), &len);
+    ep.resize(len);
+    return ep;
 }
 
 void listener::start() {
-    do_accept();
+    if (!owner_.poll().add(fd_, *this, EPOLLIN))
+        throw std::system_error(errno, std::generic_category(), "epoll_ctl");
+    // Connections that queued before this are reported too: adding a ready descriptor to an
+    // epoll set raises its edge.
 }
 
 void listener::close() noexcept {
-    closed_ = true;
-    boost::system::error_code ignored;
-    acceptor_.close(ignored);
+    if (fd_ < 0) return;
+    ::close(fd_); // also leaves the epoll set
+    fd_ = -1;
     retry_.cancel();
 }
 
-void listener::do_accept() {
-    if (closed_) return;
-    if (owner_.at_connection_limit() && !owner_.relieve_pressure()) {
+void listener::on_events(std::uint32_t) noexcept {
+    if (!paused_) accept_all();
+}
+
+void listener::accept_all() noexcept {
+    while (fd_ >= 0) {
+        if (owner_.at_connection_limit() && !owner_.relieve_pressure()) {
+            pause();
+            return;
+        }
+        const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            const int one = 1;
+            ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            owner_.accept(fd);
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+        owner_.metrics().accept_errors.add();
+        if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) &&
+            owner_.relieve_pressure())
+            continue; // a descriptor was just freed
         pause();
         return;
     }
-    acceptor_.async_accept(boost::asio::bind_allocator(
-        plain_allocator<void>(),
-        [self = shared_from_this()](const boost::system::error_code& ec, socket_type socket) {
-            self->on_accept(ec, std::move(socket));
-        }));
 }
 
-void listener::on_accept(const boost::system::error_code& ec, socket_type socket) {
-    if (closed_ || ec == boost::asio::error::operation_aborted) return;
-    if (!ec) {
-        owner_.accept(std::move(socket));
-        do_accept();
-        return;
-    }
-    owner_.metrics().accept_errors.add();
-    if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE ||
-        ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory) {
-        if (owner_.relieve_pressure()) {
-            do_accept();
-        } else {
-            pause();
-        }
-        return;
-    }
-    do_accept(); // ECONNABORTED and friends: that client is gone, the next one is not
-}
-
-void listener::pause() {
-    // Nothing to reclaim: give connections time to end rather than retrying in a loop.
+void listener::pause() noexcept {
+    // Nothing to reclaim: give connections time to end rather than retrying in a loop. The
+    // edge that brought us here is spent, so the retry accepts whatever queued meanwhile.
+    paused_ = true;
     retry_.expires_after(std::chrono::milliseconds(100));
     retry_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec) self->do_accept();
+        self->paused_ = false;
+        if (!ec) self->accept_all();
     });
 }
 

@@ -4,13 +4,16 @@
 
 #include <algorithm>
 
+#include <unistd.h>
+
 namespace tarry::server {
 
 worker::worker(unsigned index, const config& cfg, const http::static_files* files, unsigned workers)
     // Only this worker's thread touches its sockets, so the reactor may skip its per-descriptor
     // locks; other threads still post to the scheduler, which stays locked.
     : index_(index), io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO), registry_(io_, cfg.expire_batch),
-      date_(io_), settings_(worker_settings::from(cfg, files, workers)), drain_timer_(io_) {}
+      date_(io_), poller_(io_), settings_(worker_settings::from(cfg, files, workers)),
+      drain_timer_(io_) {}
 
 worker::~worker() {
     join();
@@ -20,9 +23,10 @@ worker::~worker() {
     for (auto& l : listeners_)
         l->close();
     listeners_.clear();
+    poller_.stop();
     date_.stop();
     io_.restart();
-    io_.poll();
+    io_.poll(); // frees the connections closed above
 }
 
 void worker::listen(const listen_address& addr) {
@@ -37,6 +41,7 @@ std::vector<boost::asio::ip::tcp::endpoint> worker::endpoints() const {
 }
 
 void worker::start() {
+    poller_.start();
     for (auto& l : listeners_)
         l->start();
     thread_ = std::thread([this] { io_.run(); });
@@ -50,10 +55,18 @@ void worker::post(std::function<void()> f) {
     boost::asio::post(io_, std::move(f));
 }
 
-void worker::accept(socket_type socket) {
+void worker::accept(int fd) {
     metrics_.accepted.add();
     ++connections_;
-    const connection_ptr c(new connection(*this, std::move(socket)));
+    connection* c = nullptr;
+    try {
+        c = new connection(*this, fd);
+    } catch (...) {
+        ::close(fd);
+        --connections_;
+        return;
+    }
+    intrusive_ptr_add_ref(c); // the connection's own reference, handed back by close()
     c->start();
 }
 
@@ -117,6 +130,7 @@ void worker::stop(duration drain) {
 void worker::finish_stop() noexcept {
     drain_timer_.cancel();
     date_.stop();
+    poller_.stop();
 }
 
 void worker::reload(const config& cfg, const http::static_files* files, unsigned workers) {

@@ -3,6 +3,7 @@
 #include "config.hpp"
 #include "connection.hpp"
 #include "listener.hpp"
+#include "poller.hpp"
 #include "worker_metrics.hpp"
 #include "worker_settings.hpp"
 
@@ -50,12 +51,14 @@ public:
     [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
     [[nodiscard]] timeouts::timeout_registry& registry() noexcept { return registry_; }
     [[nodiscard]] http::date_clock& date() noexcept { return date_; }
+    [[nodiscard]] poller& poll() noexcept { return poller_; }
     [[nodiscard]] const worker_settings& settings() const noexcept { return settings_; }
     [[nodiscard]] worker_metrics& metrics() noexcept { return metrics_; }
     [[nodiscard]] unsigned index() const noexcept { return index_; }
     [[nodiscard]] std::size_t connections() const noexcept { return connections_; }
 
-    void accept(socket_type socket);
+    /// A new client socket (non-blocking): becomes a connection.
+    void accept(int fd);
     void connection_closed() noexcept;
     [[nodiscard]] bool at_connection_limit() const noexcept {
         return settings_.max_connections != 0 && connections_ >= settings_.max_connections;
@@ -72,6 +75,7 @@ private:
     boost::asio::io_context io_;
     timeouts::timeout_registry registry_;
     http::date_clock date_;
+    poller poller_;
     worker_settings settings_;
     worker_metrics metrics_;
     std::vector<std::shared_ptr<listener>> listeners_;

@@ -69,7 +69,14 @@ protected:
         const auto deadline = steady::now() + 10s;
         while (open_connections() != 0 && steady::now() < deadline)
             std::this_thread::sleep_for(5ms);
-        EXPECT_EQ(open_connections(), 0);
+        EXPECT_EQ(open_connections(), 0) << phases();
+    }
+
+    std::string phases() {
+        std::string r = "phases:";
+        for (auto& p : srv->workers()[0]->metrics().phases)
+            r += " " + std::to_string(p.get());
+        return r;
     }
 
     /// Waits for the server to have no connection left, then checks it still answers.
