@@ -85,6 +85,14 @@ std::string render_metrics(const std::vector<worker*>& ws,
     counter_line("tarry_timeout_wakeups_total", "counter",
                  "Timer wake-ups and batch continuations of the timeout lists.",
                  static_cast<std::int64_t>(expiry.wakeups));
+    family(out, "tarry_timeout_wake_seconds_max", "gauge",
+           "The longest time one timer wake spent expiring entries (how long expiry held the "
+           "event loop at most).");
+    fmt::format_to(std::back_inserter(out), "tarry_timeout_wake_seconds_max {}\n",
+                   static_cast<double>(expiry.wake_us_max) / 1e6);
+    family(out, "tarry_timeout_wake_seconds_total", "counter", "Time spent expiring entries.");
+    fmt::format_to(std::back_inserter(out), "tarry_timeout_wake_seconds_total {}\n",
+                   static_cast<double>(expiry.wake_us_sum) / 1e6);
     family(out, "tarry_timeout_lateness_seconds", "histogram",
            "How late each expiry ran: actual time minus deadline.");
     std::uint64_t cumulative = 0;

@@ -16,7 +16,9 @@ struct expiry_stats {
         20'000, 50'000, 100'000, 500'000, 1'000'000, 10'000'000};
 
     std::uint64_t expired = 0;
-    std::uint64_t wakeups = 0; ///< timer completions and batch continuations
+    std::uint64_t wakeups = 0;     ///< timer completions and batch continuations
+    std::uint64_t wake_us_sum = 0; ///< time spent expiring, over all wakes
+    std::uint64_t wake_us_max = 0; ///< the longest single wake: how long expiry held the loop
     std::uint64_t late_sum_us = 0;
     std::array<std::uint64_t, bounds_us.size() + 1> late_buckets{}; ///< not cumulative
 
@@ -31,9 +33,18 @@ struct expiry_stats {
         ++late_buckets[i];
     }
 
+    void record_wake(std::chrono::steady_clock::duration took) noexcept {
+        const auto us = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+        wake_us_sum += us;
+        if (us > wake_us_max) wake_us_max = us;
+    }
+
     expiry_stats& operator+=(const expiry_stats& o) noexcept {
         expired += o.expired;
         wakeups += o.wakeups;
+        wake_us_sum += o.wake_us_sum;
+        if (o.wake_us_max > wake_us_max) wake_us_max = o.wake_us_max;
         late_sum_us += o.late_sum_us;
         for (std::size_t i = 0; i < late_buckets.size(); ++i)
             late_buckets[i] += o.late_buckets[i];

@@ -47,7 +47,8 @@ void timer_list::on_wake(unsigned generation) noexcept {
     ++registry_->stats_.wakeups;
     // A fresh reading, never a cached loop time: an entry can expire late, never early.
     const clock::time_point now = clock::now();
-    expire_batch(now, registry_->expire_batch());
+    if (expire_batch(now, registry_->expire_batch()) != 0 && registry_ != nullptr)
+        registry_->stats_.record_wake(clock::now() - now);
     if (registry_ == nullptr || armed_) return; // detached, or re-armed from a callback
     if (due(now)) {
         // More is due than one batch: let other handlers run, then go on.
