@@ -49,8 +49,13 @@ void session::finish_request() noexcept {
 }
 
 std::size_t session::consume(const char* data, std::size_t size, std::string& out,
-                             std::string_view date) {
+                             std::string_view date, exchange_log* log) {
     std::size_t used = 0;
+    log_ = log;
+    struct forget {
+        exchange_log*& log;
+        ~forget() { log = nullptr; } // even if an allocation throws: never keep a stale observer
+    } const guard{log_};
     while (!closing_ && !file_ && out.size() < settings_->max_queued_bytes) {
         if (!state_) {
             // RFC 9112, 2.2: ignore empty lines received before a request-line.
@@ -115,7 +120,7 @@ void session::respond(std::string& out, std::string_view date) {
     if (req.method == bh::verb::options) {
         response_head r = base_head(200, keep_alive);
         r.extra_fields = allow;
-        append_head(out, r, date);
+        emit(out, r, date);
         return;
     }
     if (req.method == bh::verb::unknown) {
@@ -125,7 +130,7 @@ void session::respond(std::string& out, std::string_view date) {
         response_head r = base_head(501, keep_alive);
         r.content_type = text_plain;
         r.content_length = body.size();
-        append_head(out, r, date);
+        emit(out, r, date);
         out.append(body);
         return;
     }
@@ -135,7 +140,7 @@ void session::respond(std::string& out, std::string_view date) {
         r.content_type = text_plain;
         r.content_length = body.size();
         r.extra_fields = allow;
-        append_head(out, r, date);
+        emit(out, r, date);
         out.append(body);
         return;
     }
@@ -143,7 +148,7 @@ void session::respond(std::string& out, std::string_view date) {
         response_head r = base_head(200, keep_alive);
         r.content_type = text_plain;
         r.content_length = hello.size();
-        append_head(out, r, date);
+        emit(out, r, date);
         if (req.method == bh::verb::get) out.append(hello);
         return;
     }
@@ -158,14 +163,14 @@ void session::respond_file(std::string& out, std::string_view date, const respon
         r.status = f.status;
         r.content_type = text_plain;
         r.content_length = why.size() + 1;
-        append_head(out, r, date);
+        emit(out, r, date);
         out.append(why);
         out.push_back('\n');
         return;
     }
     r.content_type = f.content_type;
     r.content_length = f.size;
-    append_head(out, r, date);
+    emit(out, r, date);
     if (state_->head.method == bh::verb::head || f.size == 0) return;
     if (f.size <= inline_file_bytes) {
         const std::size_t at = out.size();
@@ -181,6 +186,14 @@ void session::respond_file(std::string& out, std::string_view date, const respon
     file_ = file_body{std::move(f.fd), 0, f.size};
 }
 
+void session::emit(std::string& out, const response_head& head, std::string_view date) {
+    append_head(out, head, date);
+    if (log_ == nullptr) return;
+    const request_head* req = state_ ? &state_->head : nullptr;
+    const bool head_only = req != nullptr && req->method == bh::verb::head;
+    log_->on_response(req, head.status, head_only ? 0 : head.content_length);
+}
+
 void session::fail(unsigned status, std::string& out, std::string_view date) {
     const std::string_view why = reason(status);
     response_head r;
@@ -188,7 +201,7 @@ void session::fail(unsigned status, std::string& out, std::string_view date) {
     r.close = true;
     r.content_type = text_plain;
     r.content_length = why.size() + 1;
-    append_head(out, r, date);
+    emit(out, r, date);
     out.append(why);
     out.push_back('\n');
     closing_ = true;

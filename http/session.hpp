@@ -22,6 +22,20 @@ struct session_settings {
     const static_files* files = nullptr;      ///< null: every GET/HEAD gets "Hello, World!"
 };
 
+/// Told of each response a session writes: an access log. `request` is null when the bytes
+/// never made a request (a malformed request line).
+class exchange_log {
+public:
+    virtual void on_response(const request_head* request, unsigned status,
+                             std::uint64_t body_bytes) noexcept = 0;
+
+protected:
+    exchange_log() = default;
+    exchange_log(const exchange_log&) = default;
+    exchange_log& operator=(const exchange_log&) = default;
+    ~exchange_log() = default;
+};
+
 /// A file body still to be sent after the queued output (the connection streams it).
 struct file_body {
     unique_fd fd;
@@ -51,8 +65,8 @@ public:
 
     /// Returns how many bytes of [data, data + size) were consumed. Bytes of an incomplete
     /// header are not consumed: call again with them and more.
-    std::size_t consume(const char* data, std::size_t size, std::string& out,
-                        std::string_view date);
+    std::size_t consume(const char* data, std::size_t size, std::string& out, std::string_view date,
+                        exchange_log* log = nullptr);
 
     /// Answers with an error status and closes (408 on a header or body timeout).
     void fail(unsigned status, std::string& out, std::string_view date);
@@ -75,6 +89,7 @@ public:
     [[nodiscard]] std::uint64_t requests() const noexcept { return requests_; }
 
 private:
+    void emit(std::string& out, const response_head& head, std::string_view date);
     struct request_state {
         request_head head;
         std::optional<request_parser> parser;
@@ -89,6 +104,7 @@ private:
     const session_settings* settings_;
     states::pointer state_;
     std::optional<file_body> file_;
+    exchange_log* log_ = nullptr; ///< set while consume() runs
     std::uint64_t requests_ = 0;
     bool closing_ = false;
     bool draining_ = false;

@@ -1,5 +1,6 @@
 #include "connection.hpp"
 
+#include "access_log.hpp"
 #include "worker.hpp"
 
 #include <timeout_registry.hpp>
@@ -85,8 +86,14 @@ void connection::drive() {
         if (fresh && in_len_ != 0 && !session_.closing() && !session_.has_file()) {
             if (!out_) out_ = out_buffers::take();
             const auto before = session_.requests();
-            const std::size_t used =
-                session_.consume(in_->bytes.data(), in_len_, *out_, owner_.date().value());
+            std::size_t used = 0;
+            if (access_log* log = owner_.settings().access) {
+                connection_log entry(*log, fd_);
+                used = session_.consume(in_->bytes.data(), in_len_, *out_, owner_.date().value(),
+                                        &entry);
+            } else {
+                used = session_.consume(in_->bytes.data(), in_len_, *out_, owner_.date().value());
+            }
             owner_.metrics().requests.add(static_cast<std::int64_t>(session_.requests() - before));
             if (used != 0) {
                 in_len_ -= static_cast<std::uint32_t>(used);

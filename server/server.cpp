@@ -34,8 +34,10 @@ server::server(config cfg, std::vector<std::string> args)
     // while a file streams would otherwise kill the process.
     std::signal(SIGPIPE, SIG_IGN);
     if (cfg_.docroot) files_ = std::make_unique<http::static_files>(*cfg_.docroot);
+    if (cfg_.access_log) access_ = std::make_unique<access_log>(*cfg_.access_log);
     for (unsigned i = 0; i < worker_count_; ++i)
-        workers_.push_back(std::make_unique<worker>(i, cfg_, files_.get(), worker_count_));
+        workers_.push_back(
+            std::make_unique<worker>(i, cfg_, files_.get(), worker_count_, access_.get()));
     open_listeners(cfg_.listen);
     if (cfg_.admin_listen)
         admin_ = std::make_unique<admin>(io_, *cfg_.admin_listen, [this] { return metrics(); });
@@ -111,6 +113,7 @@ void server::run() {
     if (joiner_.joinable()) joiner_.join();
     for (auto& w : workers_)
         w->join();
+    if (access_) access_->flush();
 }
 
 void server::wait_signal() {
@@ -185,7 +188,7 @@ bool server::reload() {
     }
     if (next.workers != cfg_.workers) spdlog::warn("reload: a new worker count needs a restart");
     for (auto& w : workers_)
-        w->reload(next, files_.get(), worker_count_);
+        w->reload(next, files_.get(), worker_count_, access_.get());
     cfg_ = std::move(next);
     spdlog::info("reloaded configuration");
     return true;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "access_log.hpp"
 #include "config.hpp"
 #include "worker.hpp"
 
@@ -56,6 +57,8 @@ private:
     std::vector<std::string> args_; ///< argv, to re-read the same file and flags on reload
     unsigned worker_count_;
     std::unique_ptr<http::static_files> files_;
+    std::unique_ptr<access_log> access_;
+    std::vector<std::unique_ptr<access_log>> old_access_;        ///< kept alive across reloads
     std::vector<std::unique_ptr<http::static_files>> old_files_; ///< kept alive across reloads
     boost::asio::io_context io_;                                 ///< signals and the admin endpoint
     boost::asio::signal_set signals_;

@@ -8,11 +8,12 @@
 
 namespace tarry::server {
 
-worker::worker(unsigned index, const config& cfg, const http::static_files* files, unsigned workers)
+worker::worker(unsigned index, const config& cfg, const http::static_files* files, unsigned workers,
+               access_log* access)
     // Only this worker's thread touches its sockets, so the reactor may skip its per-descriptor
     // locks; other threads still post to the scheduler, which stays locked.
     : index_(index), io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO), registry_(io_, cfg.expire_batch),
-      date_(io_), poller_(io_), settings_(worker_settings::from(cfg, files, workers)),
+      date_(io_), poller_(io_), settings_(worker_settings::from(cfg, files, workers, access)),
       drain_timer_(io_) {}
 
 worker::~worker() {
@@ -133,11 +134,12 @@ void worker::finish_stop() noexcept {
     poller_.stop();
 }
 
-void worker::reload(const config& cfg, const http::static_files* files, unsigned workers) {
-    post([this, cfg, files, workers] {
+void worker::reload(const config& cfg, const http::static_files* files, unsigned workers,
+                    access_log* access) {
+    post([this, cfg, files, workers, access] {
         if (stopping_) return;
         const worker_settings old = settings_;
-        settings_ = worker_settings::from(cfg, files, workers);
+        settings_ = worker_settings::from(cfg, files, workers, access);
         registry_.set_expire_batch(cfg.expire_batch);
         // Connections waiting idle move to the new duration keeping the time already waited;
         // the others pick up their new durations at their next phase change.

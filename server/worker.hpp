@@ -29,7 +29,8 @@ namespace tarry::server {
 /// clock stops), so a graceful stop needs no io_context::stop().
 class worker {
 public:
-    worker(unsigned index, const config& cfg, const http::static_files* files, unsigned workers);
+    worker(unsigned index, const config& cfg, const http::static_files* files, unsigned workers,
+           access_log* access);
     worker(const worker&) = delete;
     worker& operator=(const worker&) = delete;
     ~worker();
@@ -44,7 +45,8 @@ public:
 
     // Thread-safe: posted to the worker's thread.
     void stop(duration drain);
-    void reload(const config& cfg, const http::static_files* files, unsigned workers);
+    void reload(const config& cfg, const http::static_files* files, unsigned workers,
+                access_log* access);
     void post(std::function<void()> f);
 
     // The worker's own thread.

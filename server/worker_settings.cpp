@@ -12,8 +12,9 @@ unsigned advertised_keep_alive(timeouts::clock::duration keep_alive) noexcept {
 }
 
 worker_settings worker_settings::from(const config& cfg, const http::static_files* files,
-                                      unsigned workers) {
+                                      unsigned workers, access_log* access) {
     worker_settings s;
+    s.access = access;
     s.session.max_header_bytes = cfg.max_header_bytes;
     s.session.max_body_bytes = cfg.max_body_bytes;
     s.session.max_requests = cfg.max_requests_per_connection;

@@ -23,7 +23,8 @@ struct worker_settings {
     timeouts::clock::duration linger{};
     bool timeouts = true;
     std::size_t in_buffer_bytes = 0;
-    std::size_t max_connections = 0; ///< this worker's share; 0: no limit
+    std::size_t max_connections = 0;    ///< this worker's share; 0: no limit
+    class access_log* access = nullptr; ///< null: access log off
 
     [[nodiscard]] timeouts::clock::duration timeout_for(conn_phase p) const noexcept {
         switch (p) {
@@ -43,7 +44,7 @@ struct worker_settings {
     }
 
     static worker_settings from(const config& cfg, const http::static_files* files,
-                                unsigned workers);
+                                unsigned workers, class access_log* access = nullptr);
 };
 
 /// Whole seconds to advertise in `Keep-Alive: timeout=N`: a second below what the server really

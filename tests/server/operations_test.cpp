@@ -279,3 +279,37 @@ TEST_F(PressureTest, NothingToReclaimPausesInsteadOfSpinning) {
 
 } // namespace
 } // namespace tarry::test
+
+namespace tarry::test {
+namespace {
+
+TEST(AccessLogTest, OneCommonLogFormatLinePerResponse) {
+    const auto file = std::filesystem::temp_directory_path() /
+                      ("tarry_access_" + std::to_string(::getpid()) + ".log");
+    server::config cfg;
+    cfg.listen = {{"127.0.0.1", 0}};
+    cfg.workers = 1;
+    cfg.access_log = file;
+    {
+        server::server srv(cfg);
+        std::thread runner([&] { srv.run(); });
+        test_client c(srv.endpoints().at(0).port());
+        EXPECT_TRUE(c.send("GET /a?b HTTP/1.1\r\nHost: t\r\n\r\nHEAD / HTTP/1.0\r\n\r\n"));
+        EXPECT_TRUE(c.read_response());
+        EXPECT_TRUE(c.wait_closed()); // the HEAD response (no body), then HTTP/1.0 closes
+        srv.stop();
+        runner.join();
+    }
+    std::ifstream in(file);
+    std::string first;
+    std::string second;
+    std::getline(in, first);
+    std::getline(in, second);
+    EXPECT_EQ(first.rfind("127.0.0.1 - - [", 0), 0U) << first;
+    EXPECT_NE(first.find("+0000] \"GET /a?b HTTP/1.1\" 200 13"), std::string::npos) << first;
+    EXPECT_NE(second.find("\"HEAD / HTTP/1.0\" 200 0"), std::string::npos) << second;
+    std::filesystem::remove(file);
+}
+
+} // namespace
+} // namespace tarry::test
