@@ -7,6 +7,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -190,7 +192,18 @@ bool connection::write_pending() {
     return false;
 }
 
+void connection::nodelay() noexcept {
+    // As nginx does: only a connection that is kept alive needs Nagle off (its next small
+    // response must not wait for an ACK of the last); a one-request connection is flushed by
+    // close() anyway, so it saves the system call.
+    if (nodelay_) return;
+    nodelay_ = true;
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
 bool connection::send_file() {
+    nodelay(); // the tail of a streamed body must not wait for the client's delayed ACK
     http::file_body& f = session_.file();
     while (f.remaining != 0 && writable_) {
         auto offset = static_cast<off_t>(f.offset);
@@ -245,6 +258,7 @@ void connection::wait(bool writable) {
     } else {
         enter(conn_phase::keep_alive, true);
         release_buffers(); // idle: hold nothing but the socket
+        nodelay();
     }
     want_write_ = writable;
     want_read_ = !writable;

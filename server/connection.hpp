@@ -81,6 +81,7 @@ private:
     void finish();
     void on_timeout() noexcept;
     void release_buffers() noexcept;
+    void nodelay() noexcept;
 
     worker& owner_;
     timeouts::idle_entry idle_;
@@ -96,6 +97,7 @@ private:
     bool readable_ = false; ///< an input edge arrived and recv has not said EAGAIN since
     bool writable_ = true;  ///< send has not said EAGAIN since the last output edge
     bool hung_up_ = false;  ///< the peer shut down or reset: no further edge will come
+    bool nodelay_ = false;  ///< TCP_NODELAY is set (from the first keep-alive or file on)
     bool want_read_ = false;
     bool want_write_ = false;
 };

@@ -82,8 +82,6 @@ void listener::accept_all() noexcept {
         }
         const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            const int one = 1;
-            ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             owner_.accept(fd);
             continue;
         }

@@ -18,8 +18,9 @@ worker_settings worker_settings::from(const config& cfg, const http::static_file
     s.session.max_header_bytes = cfg.max_header_bytes;
     s.session.max_body_bytes = cfg.max_body_bytes;
     s.session.max_requests = cfg.max_requests_per_connection;
-    s.session.keep_alive_timeout_s =
-        cfg.timeouts ? advertised_keep_alive(cfg.keep_alive_timeout) : 0;
+    // Advertised even when enforcement is off (a measuring mode): the responses stay byte for
+    // byte the same, so only the cost of enforcing timeouts is compared.
+    s.session.keep_alive_timeout_s = advertised_keep_alive(cfg.keep_alive_timeout);
     s.session.files = files;
     // The server starts the keep-alive clock when the response's last byte is handed to the
     // kernel; the client starts its own when it has read it, a scheduling delay later (tens of
