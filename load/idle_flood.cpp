@@ -14,6 +14,16 @@
 //   - the latency a busy keep-alive client sees (the probe: one request every probe-interval)
 //     while the idle crowd expires around it.
 //
+// The probe runs on its own thread, with its own io_context and socket, so that its latency is the
+// server's and not the time its response waits behind thousands of close completions in the
+// flood's event loop. The two threads share only the flood's idle time (posted to the probe's
+// io_context, after which the probe's samples count) and a stop request; each keeps its own
+// figures, merged after the probe thread is joined. The expiry window, [first close, last close],
+// is what the flood thread observed; the probe's send times are on the same steady clock, so the
+// two compare across threads. --probe-cpu N pins the probe thread to CPU N
+// (pthread_setaffinity_np); by default it runs wherever the process may, which under
+// `taskset -c 1` is the flood's CPU, shared through the kernel's scheduler.
+//
 // Timestamps are taken when the event loop resumes the connection, a little after the kernel had
 // the bytes. A late closed_at only makes a close look later; a late last_response_at makes it
 // look earlier, so the loop polls between connects to keep that delay well under a millisecond.
@@ -31,22 +41,29 @@
 #include <boost/asio/write.hpp>
 
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -86,6 +103,7 @@ struct options {
     long pid = -1;
     duration max_wait = 10s;
     duration probe_interval = 1ms;
+    std::optional<unsigned> probe_cpu;
     double open_rate = 0;
     std::string csv_path;
     bool json = false;
@@ -102,6 +120,7 @@ void print_usage(std::FILE* out) {
         "  --pid PID               server pid, to read VmRSS from /proc/PID/status\n"
         "  --max-wait DUR          stop waiting for closes at timeout + DUR (default 10s)\n"
         "  --probe-interval DUR    gap between probe requests (default 1ms)\n"
+        "  --probe-cpu N           pin the probe thread to CPU N (default: not pinned)\n"
         "  --open-rate N           connections opened per second; 0: as fast as possible with\n"
         "                          at most 256 connects in flight (default 0)\n"
         "  --csv FILE              write t_ms,open_connections every 10 ms\n"
@@ -208,6 +227,10 @@ std::optional<options> parse_args(int argc, char** argv, std::string& error) {
             auto d = parse_duration(value);
             if (!d) return bad("expected a duration");
             opt.probe_interval = *d;
+        } else if (arg == "--probe-cpu") {
+            auto n = parse_int<unsigned>(value);
+            if (!n || *n >= CPU_SETSIZE) return bad("expected a CPU number");
+            opt.probe_cpu = *n;
         } else if (arg == "--open-rate") {
             double rate = 0;
             auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rate);
@@ -238,7 +261,8 @@ std::optional<options> parse_args(int argc, char** argv, std::string& error) {
     return opt;
 }
 
-// Every flood connection holds a descriptor, plus a few for the probe, the event loop and stdio.
+// Every flood connection holds a descriptor, plus a few for the probe, the two event loops and
+// stdio.
 bool ensure_fd_limit(std::size_t connections) {
     rlimit lim{};
     if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
@@ -376,14 +400,208 @@ struct csv_sample {
     std::size_t open;
 };
 
+// The probe: one keep-alive connection on its own thread and io_context. Everything below the
+// public functions belongs to the probe thread while it runs; the flood thread reaches it only
+// through start_measuring() and request_stop(), which post to the probe's io_context, and reads
+// the figures only after join().
+class probe_run {
+public:
+    explicit probe_run(const options& opt)
+        : opt_(opt), target_(opt.target_address, opt.target_port), socket_(io_), timer_(io_) {}
+    probe_run(const probe_run&) = delete;
+    probe_run& operator=(const probe_run&) = delete;
+    ~probe_run() {
+        request_stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    // Starts the probe thread, which pins itself (--probe-cpu), connects and makes one request.
+    // Returns once that is done: false, having said why, when the target could not be reached.
+    bool start();
+    // From the flood thread: the flood went idle at `at`; requests sent from then on are samples,
+    // one every probe-interval.
+    void start_measuring(time_point at);
+    // From any thread: closes the probe; the probe thread then ends by itself.
+    void request_stop();
+    // Waits for the probe thread to end and rethrows what it threw. The figures below are only
+    // read after this.
+    void join();
+
+    const std::vector<probe_sample>& samples() const { return samples_; }
+    std::size_t errors() const { return errors_; }
+    std::size_t reconnects() const { return reconnects_; }
+    std::size_t connect_failures() const { return connect_failures_; }
+
+private:
+    void thread_main();
+    void set_ready(bool ok);
+    asio::awaitable<void> run();
+    asio::awaitable<error_code> connect();
+    asio::awaitable<std::tuple<error_code, int>> exchange();
+    asio::awaitable<void> loop();
+
+    const options& opt_;
+    tcp::endpoint target_;
+    asio::io_context io_{1};
+    tcp::socket socket_;
+    asio::steady_timer timer_;
+    std::string buf_;
+    std::atomic<bool> stopping_{false};
+    std::promise<bool> ready_;
+    bool ready_set_ = false;
+    std::exception_ptr failure_;
+
+    bool measuring_ = false;
+    time_point flood_idle_at_{};
+    std::vector<probe_sample> samples_;
+    std::size_t errors_ = 0;
+    std::size_t reconnects_ = 0;
+    std::size_t connect_failures_ = 0;
+
+    std::thread thread_; // last: it runs on everything above
+};
+
+bool probe_run::start() {
+    auto ready = ready_.get_future();
+    thread_ = std::thread([this] { thread_main(); });
+    bool ok = ready.get(); // rethrows what the probe thread threw before it was ready
+    if (!ok) join();
+    return ok;
+}
+
+void probe_run::start_measuring(time_point at) {
+    asio::post(io_, [this, at] {
+        flood_idle_at_ = at;
+        measuring_ = true;
+        timer_.cancel(); // from the keep-alive gap to probe-interval now
+    });
+}
+
+void probe_run::request_stop() {
+    if (stopping_.exchange(true)) return;
+    // Whatever the probe waits on is cut short, and it checks stopping_ after every wait.
+    asio::post(io_, [this] {
+        error_code ignored;
+        timer_.cancel();
+        socket_.close(ignored);
+    });
+}
+
+void probe_run::join() {
+    if (thread_.joinable()) thread_.join();
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+}
+
+void probe_run::set_ready(bool ok) {
+    if (ready_set_) return;
+    ready_set_ = true;
+    ready_.set_value(ok);
+}
+
+void probe_run::thread_main() {
+    try {
+        if (opt_.probe_cpu) {
+            cpu_set_t cpus;
+            CPU_ZERO(&cpus);
+            CPU_SET(*opt_.probe_cpu, &cpus);
+            if (int err = pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus); err != 0) {
+                std::fprintf(stderr, "idle_flood: cannot pin the probe thread to CPU %u: %s\n",
+                             *opt_.probe_cpu, std::strerror(err));
+                set_ready(false);
+                return;
+            }
+        }
+        asio::co_spawn(io_, run(), [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+        });
+        io_.run();
+        set_ready(false); // stopped before it was ready
+    } catch (...) {
+        if (ready_set_) {
+            failure_ = std::current_exception();
+        } else {
+            ready_set_ = true;
+            ready_.set_exception(std::current_exception());
+        }
+    }
+}
+
+asio::awaitable<void> probe_run::run() {
+    // The probe is connected before the flood starts so that it is not queued behind it.
+    if (auto ec = co_await connect(); ec) {
+        std::fprintf(stderr, "idle_flood: cannot connect to %s: %s\n", opt_.target_text.c_str(),
+                     ec.message().c_str());
+        set_ready(false);
+        co_return;
+    }
+    if (auto [ec, status] = co_await exchange(); ec || status != 200) {
+        std::fprintf(stderr, "idle_flood: %s did not answer GET / with 200: %s\n",
+                     opt_.target_text.c_str(),
+                     ec ? ec.message().c_str() : ("status " + std::to_string(status)).c_str());
+        set_ready(false);
+        co_return;
+    }
+    set_ready(true);
+    co_await loop();
+}
+
+asio::awaitable<error_code> probe_run::connect() {
+    error_code ec;
+    socket_.close(ec);
+    buf_.clear();
+    std::tie(ec) = co_await socket_.async_connect(target_, use_tuple);
+    if (!ec) socket_.set_option(tcp::no_delay(true), ec);
+    co_return ec;
+}
+
+asio::awaitable<std::tuple<error_code, int>> probe_run::exchange() {
+    auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(request), use_tuple);
+    int status = 0;
+    if (!ec) ec = co_await read_response(socket_, buf_, status);
+    co_return std::tuple{ec, status};
+}
+
+asio::awaitable<void> probe_run::loop() {
+    // Before measuring starts, the probe only has to outlive the keep-alive timeout; sending every
+    // millisecond then would just add load to the opening phase.
+    auto keep_alive_gap =
+        std::max(opt_.probe_interval, std::min<duration>(*opt_.timeout / 4, 100ms));
+    bool connected = true;
+    while (!stopping_) {
+        if (!connected) {
+            if (auto ec = co_await connect(); ec) {
+                if (stopping_) break;
+                ++connect_failures_;
+                timer_.expires_after(std::max<duration>(opt_.probe_interval, 1ms));
+                co_await timer_.async_wait(use_tuple);
+                continue;
+            }
+            connected = true;
+        }
+        auto sent = clock_type::now();
+        auto [ec, status] = co_await exchange();
+        if (stopping_) break;
+        if (ec) {
+            ++reconnects_;
+            connected = false;
+            continue;
+        }
+        if (status != 200) ++errors_;
+        if (measuring_ && sent >= flood_idle_at_)
+            samples_.push_back({sent, clock_type::now() - sent});
+        timer_.expires_after(measuring_ ? opt_.probe_interval : keep_alive_gap);
+        co_await timer_.async_wait(use_tuple);
+    }
+}
+
 class flood_run {
 public:
-    flood_run(asio::io_context& io, const options& opt)
-        : io_(io), opt_(opt), target_(opt.target_address, opt.target_port), probe_socket_(io),
-          probe_timer_(io), wake_(io), launch_timer_(io), sample_timer_(io) {}
+    flood_run(asio::io_context& io, const options& opt, probe_run& probe)
+        : io_(io), opt_(opt), target_(opt.target_address, opt.target_port), probe_(probe),
+          wake_(io), launch_timer_(io), sample_timer_(io) {}
 
-    // 0 when the run completed, 1 when the target could not be reached.
-    asio::awaitable<int> run();
+    asio::awaitable<void> run();
+    // After probe_run::join().
     void print_report() const;
     bool write_csv() const;
 
@@ -391,9 +609,6 @@ private:
     asio::awaitable<void> launch();
     asio::awaitable<void> drive(flood_conn& c, std::size_t index);
     void open_failed(flood_conn& c, const std::string& reason, bool was_connected);
-    asio::awaitable<error_code> probe_connect();
-    asio::awaitable<std::tuple<error_code, int>> probe_exchange();
-    asio::awaitable<void> probe_loop();
     asio::awaitable<void> sample_loop();
     template <class Done> asio::awaitable<void> wait_until(Done done, time_point deadline);
     void notify() { wake_.cancel(); }
@@ -402,6 +617,7 @@ private:
     asio::io_context& io_;
     const options& opt_;
     tcp::endpoint target_;
+    probe_run& probe_;
 
     std::vector<std::unique_ptr<flood_conn>> conns_;
     std::size_t in_flight_ = 0; // launched, not yet idle or failed
@@ -410,15 +626,6 @@ private:
     std::size_t failed_ = 0;
     std::size_t closed_ = 0; // closed by the server after reaching idle
     std::map<std::string, std::size_t> open_errors_;
-
-    tcp::socket probe_socket_;
-    asio::steady_timer probe_timer_;
-    std::string probe_buf_;
-    bool probe_measuring_ = false;
-    std::vector<probe_sample> probe_samples_;
-    std::size_t probe_errors_ = 0;
-    std::size_t probe_reconnects_ = 0;
-    std::size_t probe_connect_failures_ = 0;
 
     asio::steady_timer wake_;         // the controller sleeps here; notify() wakes it
     asio::steady_timer launch_timer_; // the launcher waits here for a slot or its schedule
@@ -442,23 +649,7 @@ template <class Done> asio::awaitable<void> flood_run::wait_until(Done done, tim
     }
 }
 
-asio::awaitable<int> flood_run::run() {
-    // The probe is connected before the flood so that it is not queued behind it.
-    if (auto ec = co_await probe_connect(); ec) {
-        std::fprintf(stderr, "idle_flood: cannot connect to %s: %s\n", opt_.target_text.c_str(),
-                     ec.message().c_str());
-        co_return 1;
-    }
-    if (auto [ec, status] = co_await probe_exchange(); ec || status != 200) {
-        std::fprintf(stderr, "idle_flood: %s did not answer GET / with 200: %s\n",
-                     opt_.target_text.c_str(),
-                     ec ? ec.message().c_str() : ("status " + std::to_string(status)).c_str());
-        co_return 1;
-    }
-    asio::co_spawn(io_, probe_loop(), [](std::exception_ptr e) {
-        if (e) std::rethrow_exception(e);
-    });
-
+asio::awaitable<void> flood_run::run() {
     rss_before_kb_ = read_rss_kb(opt_.pid);
     conns_.reserve(opt_.connections);
     first_connect_at_ = clock_type::now();
@@ -472,8 +663,7 @@ asio::awaitable<int> flood_run::run() {
                         time_point::max());
 
     flood_idle_at_ = clock_type::now();
-    probe_measuring_ = true;
-    probe_timer_.cancel();
+    probe_.start_measuring(flood_idle_at_);
 
     // Let the server finish allocating for the last arrivals before reading its RSS; stay well
     // inside the timeout so that nothing has expired yet.
@@ -487,7 +677,6 @@ asio::awaitable<int> flood_run::run() {
     end_at_ = clock_type::now();
     rss_end_kb_ = read_rss_kb(opt_.pid);
     stop();
-    co_return 0;
 }
 
 asio::awaitable<void> flood_run::launch() {
@@ -596,55 +785,6 @@ asio::awaitable<void> flood_run::drive(flood_conn& c, std::size_t index) {
     notify();
 }
 
-asio::awaitable<error_code> flood_run::probe_connect() {
-    error_code ec;
-    probe_socket_.close(ec);
-    probe_buf_.clear();
-    std::tie(ec) = co_await probe_socket_.async_connect(target_, use_tuple);
-    if (!ec) probe_socket_.set_option(tcp::no_delay(true), ec);
-    co_return ec;
-}
-
-asio::awaitable<std::tuple<error_code, int>> flood_run::probe_exchange() {
-    auto [ec, n] = co_await asio::async_write(probe_socket_, asio::buffer(request), use_tuple);
-    int status = 0;
-    if (!ec) ec = co_await read_response(probe_socket_, probe_buf_, status);
-    co_return std::tuple{ec, status};
-}
-
-asio::awaitable<void> flood_run::probe_loop() {
-    // Before measuring starts, the probe only has to outlive the keep-alive timeout; sending every
-    // millisecond then would just add load to the opening phase.
-    auto keep_alive_gap =
-        std::max(opt_.probe_interval, std::min<duration>(*opt_.timeout / 4, 100ms));
-    bool connected = true;
-    while (!stopping_) {
-        if (!connected) {
-            if (auto ec = co_await probe_connect(); ec) {
-                if (stopping_) break;
-                ++probe_connect_failures_;
-                probe_timer_.expires_after(std::max<duration>(opt_.probe_interval, 1ms));
-                co_await probe_timer_.async_wait(use_tuple);
-                continue;
-            }
-            connected = true;
-        }
-        auto sent = clock_type::now();
-        auto [ec, status] = co_await probe_exchange();
-        if (stopping_) break;
-        if (ec) {
-            ++probe_reconnects_;
-            connected = false;
-            continue;
-        }
-        if (status != 200) ++probe_errors_;
-        if (probe_measuring_ && sent >= flood_idle_at_)
-            probe_samples_.push_back({sent, clock_type::now() - sent});
-        probe_timer_.expires_after(probe_measuring_ ? opt_.probe_interval : keep_alive_gap);
-        co_await probe_timer_.async_wait(use_tuple);
-    }
-}
-
 asio::awaitable<void> flood_run::sample_loop() {
     auto next = first_connect_at_;
     while (!stopping_) {
@@ -665,11 +805,10 @@ void flood_run::stop() {
         {std::chrono::duration_cast<std::chrono::milliseconds>(end_at_ - first_connect_at_).count(),
          open_now_});
     error_code ignored;
-    probe_timer_.cancel();
+    probe_.request_stop();
     launch_timer_.cancel();
     sample_timer_.cancel();
     wake_.cancel();
-    probe_socket_.close(ignored);
     for (auto& c : conns_) {
         c->deadline.cancel();
         if (c->state == conn_state::idle || c->state == conn_state::opening)
@@ -744,7 +883,9 @@ void flood_run::print_report() const {
     std::vector<double> latencies;
     std::optional<double> window_max;
     std::size_t window_requests = 0;
-    for (const auto& s : probe_samples_) {
+    // The window is the flood thread's [first close, last close]; the samples' send times are on
+    // the same steady clock, taken on the probe thread.
+    for (const auto& s : probe_.samples()) {
         latencies.push_back(to_ms(s.latency));
         // Any request in flight at some point of the window counts.
         if (first_close && s.sent <= *last_close && s.sent + s.latency >= *first_close) {
@@ -791,8 +932,8 @@ void flood_run::print_report() const {
             number(late.max).c_str(), number(since_idle(first_close)).c_str(),
             number(since_idle(last_close)).c_str(), kb(rss_before_kb_).c_str(),
             kb(rss_idle_kb_).c_str(), kb(rss_end_kb_).c_str(), number(rss_per_conn, 0).c_str(),
-            idle_at_rss_sample_, probe.count, probe_errors_, probe_reconnects_,
-            probe_connect_failures_, number(probe.p50).c_str(), number(probe.p99).c_str(),
+            idle_at_rss_sample_, probe.count, probe_.errors(), probe_.reconnects(),
+            probe_.connect_failures(), number(probe.p50).c_str(), number(probe.p99).c_str(),
             number(probe.max).c_str(), window_requests, number(window_max).c_str());
         return;
     }
@@ -828,8 +969,8 @@ void flood_run::print_report() const {
                 number(rss_per_conn, 0).c_str(), idle_at_rss_sample_);
     std::printf("probe: %zu requests (%zu non-200), latency ms p50 %s p99 %s max %s; "
                 "reconnects %zu (failed connects %zu)\n",
-                probe.count, probe_errors_, number(probe.p50).c_str(), number(probe.p99).c_str(),
-                number(probe.max).c_str(), probe_reconnects_, probe_connect_failures_);
+                probe.count, probe_.errors(), number(probe.p50).c_str(), number(probe.p99).c_str(),
+                number(probe.max).c_str(), probe_.reconnects(), probe_.connect_failures());
     std::printf("probe during expiry window: %zu requests, worst %s ms\n", window_requests,
                 number(window_max).c_str());
 }
@@ -872,15 +1013,18 @@ int main(int argc, char** argv) {
                              "--timeout; the server will close the probe between requests\n");
 
     try {
+        // Declared first, destroyed last: its destructor stops and joins the probe thread, also
+        // when the flood throws.
+        probe_run probe(*opt);
+        if (!probe.start()) return 1;
         asio::io_context io(1);
-        flood_run run(io, *opt);
-        int status = 1;
-        asio::co_spawn(io, run.run(), [&status](std::exception_ptr e, int rc) {
+        flood_run run(io, *opt, probe);
+        asio::co_spawn(io, run.run(), [](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
-            status = rc;
         });
         io.run();
-        if (status != 0) return status;
+        probe.request_stop(); // the flood's stop() did already, unless it threw
+        probe.join();
         run.print_report();
         run.write_csv();
         return 0;
