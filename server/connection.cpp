@@ -26,7 +26,10 @@ using timeouts::timeout_registry;
 using in_buffers = http::recycler<in_buffer, 256>;
 using out_buffers = http::recycler<std::string, 256>;
 
-constexpr std::size_t max_sendfile_chunk = 1 << 20;
+constexpr std::size_t max_sendfile_chunk = 256 << 10;
+/// Bytes of a file body sent in one pass before yielding to the worker's other connections: on
+/// loopback a fresh socket accepts megabytes, and sending them all at once stalls everyone else.
+constexpr std::uint64_t file_bytes_per_pass = 1 << 20;
 
 bool is_reset(int err) noexcept {
     return err == ECONNRESET || err == EPIPE || err == ETIMEDOUT;
@@ -205,13 +208,22 @@ void connection::nodelay() noexcept {
 bool connection::send_file() {
     nodelay(); // the tail of a streamed body must not wait for the client's delayed ACK
     http::file_body& f = session_.file();
+    std::uint64_t sent = 0;
     while (f.remaining != 0 && writable_) {
+        if (sent >= file_bytes_per_pass) {
+            // Still writable, so no edge will come: come back through the loop's queue.
+            wait(true);
+            boost::asio::post(owner_.io(),
+                              [self = connection_ptr(this)] { self->on_events(EPOLLOUT); });
+            return false;
+        }
         auto offset = static_cast<off_t>(f.offset);
         const ssize_t n = ::sendfile(fd_, f.fd.get(), &offset,
                                      std::min<std::uint64_t>(f.remaining, max_sendfile_chunk));
         if (n > 0) {
             f.offset += static_cast<std::uint64_t>(n);
             f.remaining -= static_cast<std::uint64_t>(n);
+            sent += static_cast<std::uint64_t>(n);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -306,9 +318,15 @@ void connection::on_timeout() noexcept {
         close(phase_ == conn_phase::body ? close_reason::body_timeout
                                          : close_reason::header_timeout);
         return;
-    case conn_phase::send:
+    case conn_phase::send: {
+        // Reset rather than close, as nginx's reset_timedout_connection does: a plain close
+        // leaves an orphaned socket holding the whole unsent send queue (megabytes on loopback)
+        // until the client that stopped reading goes away.
+        const linger reset{1, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
         close(close_reason::send_timeout);
         return;
+    }
     case conn_phase::linger:
     case conn_phase::count_:
         close(close_reason::done);
