@@ -19,7 +19,7 @@ constexpr std::string_view allow = "Allow: GET, HEAD, OPTIONS\r\n";
 constexpr std::string_view text_plain = "text/plain";
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 /// Files up to this size are copied into the output with the head: one write, no sendfile.
-constexpr std::uint64_t inline_file_bytes = 16 * 1024;
+constexpr std::uint64_t inline_file_bytes = 16 * std::uint64_t{1024};
 
 } // namespace
 

@@ -14,12 +14,13 @@
 namespace tarry::http {
 
 struct session_settings {
-    std::size_t max_header_bytes = 16 * 1024;
-    std::uint64_t max_body_bytes = 1024 * 1024;
-    std::uint32_t max_requests = 1000;        ///< per connection; 0: unlimited
-    unsigned keep_alive_timeout_s = 64;       ///< advertised in Keep-Alive; 0: field omitted
-    std::size_t max_queued_bytes = 64 * 1024; ///< stop parsing pipelined requests past this
-    const static_files* files = nullptr;      ///< null: every GET/HEAD gets "Hello, World!"
+    std::size_t max_header_bytes = 16 * std::size_t{1024};
+    std::uint64_t max_body_bytes = 1024 * std::uint64_t{1024};
+    std::uint32_t max_requests = 1000;  ///< per connection; 0: unlimited
+    unsigned keep_alive_timeout_s = 64; ///< advertised in Keep-Alive; 0: field omitted
+    std::size_t max_queued_bytes =
+        64 * std::size_t{1024};          ///< stop parsing pipelined requests past this
+    const static_files* files = nullptr; ///< null: every GET/HEAD gets "Hello, World!"
 };
 
 /// Told of each response a session writes: an access log. `request` is null when the bytes

@@ -73,7 +73,7 @@ struct admin_session : std::enable_shared_from_this<admin_session> {
 
 admin::admin(boost::asio::io_context& io, const listen_address& addr,
              std::function<std::string()> metrics)
-    : io_(io), acceptor_(io), metrics_(std::move(metrics)) {
+    : acceptor_(io), metrics_(std::move(metrics)) {
     const tcp::endpoint ep = endpoint_of(addr);
     boost::system::error_code ec;
     acceptor_.open(ep.protocol(), ec);

@@ -25,7 +25,6 @@ public:
 private:
     void do_accept();
 
-    boost::asio::io_context& io_;
     boost::asio::ip::tcp::acceptor acceptor_;
     std::function<std::string()> metrics_;
 };

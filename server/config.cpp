@@ -679,6 +679,7 @@ config load_config_file(const std::filesystem::path& file, config base) {
     });
 
     std::vector<std::string_view> known;
+    known.reserve(key_rules.size());
     for (const key_rule& rule : key_rules)
         known.push_back(rule.name);
     for (const entry& e : entries) {

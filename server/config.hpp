@@ -32,8 +32,9 @@ struct config {
     duration send_timeout = 60s;       ///< gap between two writes the client does not drain
     duration drain_timeout = 10s;      ///< graceful stop: how long in-flight requests may take
     std::uint32_t max_requests_per_connection = 1000; ///< 0: unlimited
-    std::size_t max_header_bytes = 16 * 1024;         ///< request line + headers; over it: 431/414
-    std::size_t max_body_bytes = 1024 * 1024;         ///< over it: 413
+    std::size_t max_header_bytes =
+        16 * std::size_t{1024}; ///< request line + headers; over it: 431/414
+    std::size_t max_body_bytes = 1024 * std::size_t{1024}; ///< over it: 413
 
     unsigned workers = 0;                       ///< 0: one per core
     std::size_t max_connections = 0;            ///< per server; 0: derived from the open-file limit

@@ -35,7 +35,7 @@ worker_settings worker_settings::from(const config& cfg, const http::static_file
     s.linger = std::min<timeouts::clock::duration>(cfg.send_timeout, std::chrono::seconds(2));
     s.timeouts = cfg.timeouts;
     // The whole header must fit (Beast parses it contiguously), with room to read past it.
-    s.in_buffer_bytes = std::max<std::size_t>(cfg.max_header_bytes + 1024, 8 * 1024);
+    s.in_buffer_bytes = std::max<std::size_t>(cfg.max_header_bytes + 1024, 8 * std::size_t{1024});
 
     std::size_t max = cfg.max_connections;
     if (max == 0) {
