@@ -11,8 +11,9 @@ namespace tarry::http {
 
 /// Keeps a date_cache current with a timer at each second boundary, but only while someone
 /// holds it: Asio has no uv_unref, so a timer that re-armed forever would keep run() from
-/// returning on an idle server. Connections hold it; when the last one lets go the timer fires
-/// at most once more and is not re-armed, and stop() cancels it at once.
+/// returning on an idle server. Connections hold it; when the last one lets go the wait is
+/// cancelled, so an idle server has no pending timer. Costs one timer arm per idle-to-busy
+/// transition, nothing per request.
 class date_clock {
 public:
     explicit date_clock(boost::asio::io_context& io) : timer_(io) {}
@@ -20,7 +21,7 @@ public:
     /// A connection opened: makes sure the cache is current and the timer runs.
     void hold();
     /// A connection closed.
-    void release() noexcept { --holders_; }
+    void release() noexcept;
     /// Cancels the timer whatever the holders (graceful stop).
     void stop() noexcept;
 

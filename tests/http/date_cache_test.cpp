@@ -58,3 +58,34 @@ TEST(DateCacheTest, SameSecondIsNoRefresh) {
 
 } // namespace
 } // namespace tarry::http::test
+
+#include <date_clock.hpp>
+
+#include <chrono>
+
+namespace tarry::http::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(DateClockTest, HeldItTicksReleasedItLeavesNoPendingTimer) {
+    boost::asio::io_context io;
+    date_clock clock(io);
+    clock.hold();
+    EXPECT_TRUE(clock.armed());
+    const auto refreshed = clock.cache().refreshes();
+    io.run_for(1500ms); // at least one second boundary passes while held
+    EXPECT_GT(clock.cache().refreshes(), refreshed);
+    EXPECT_EQ(clock.value().size(), date_cache::length);
+    clock.release();
+    EXPECT_FALSE(clock.armed());
+    io.restart();
+    io.run_for(10s); // returns at once: nothing is pending
+    EXPECT_TRUE(io.stopped());
+    clock.hold(); // and it comes back
+    EXPECT_TRUE(clock.armed());
+    clock.stop();
+}
+
+} // namespace
+} // namespace tarry::http::test

@@ -63,9 +63,9 @@ TEST_F(ReloadTest, IdleConnectionsMoveToTheNewTimeoutKeepingTheTimeWaited) {
     write("listen = \"127.0.0.1:" + std::to_string(port) + "\"\nkeep_alive_timeout = \"20s\"\n");
     start();
     test_client idle(port);
+    const auto answered = steady::now(); // no later than the server's answer
     ASSERT_TRUE(idle.send(get));
     ASSERT_TRUE(idle.read_response());
-    const auto answered = steady::now();
     std::this_thread::sleep_for(400ms);
 
     write("listen = \"127.0.0.1:" + std::to_string(port) + "\"\nkeep_alive_timeout = \"600ms\"\n");
