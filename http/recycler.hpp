@@ -28,8 +28,6 @@ public:
         if (pool.size() < MaxKept) pool.push_back(std::move(p));
     }
 
-    static std::size_t kept() { return free_list().size(); }
-
 private:
     static std::vector<pointer>& free_list() {
         thread_local std::vector<pointer> pool;

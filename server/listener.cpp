@@ -3,7 +3,6 @@
 #include "worker.hpp"
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
