@@ -66,7 +66,7 @@ public:
     /// Expiry callbacks per wake before the rest is deferred. One expiry in the server (close a
     /// socket on loopback, free a connection) measured about 11 us (tarry_timeout_wake_seconds in
     /// /metrics during a 15000-connection flood), so 64 keeps a wake under a millisecond.
-    static constexpr std::size_t default_expire_batch = 64;
+    static constexpr std::size_t default_expire_batch = 16;
 
     explicit timeout_registry(boost::asio::io_context& io,
                               std::size_t expire_batch = default_expire_batch);

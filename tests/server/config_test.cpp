@@ -145,7 +145,7 @@ TEST(ConfigDefaults, MatchTheDocumentedValues) {
     EXPECT_FALSE(c.admin_listen);
     EXPECT_EQ(c.log_level, "info");
     EXPECT_FALSE(c.access_log);
-    EXPECT_EQ(c.expire_batch, 64U);
+    EXPECT_EQ(c.expire_batch, 16U);
     EXPECT_TRUE(c.timeouts);
     EXPECT_FALSE(c.config_file);
 }
