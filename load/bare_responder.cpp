@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
                      std::strerror(errno));
         return 1;
     }
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = [](int) { stop = 1; };
     ::sigaction(SIGTERM, &sa, nullptr);
     ::sigaction(SIGINT, &sa, nullptr);

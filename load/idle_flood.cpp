@@ -985,8 +985,8 @@ void flood_run::print_report() const {
                 "reconnects %zu (failed connects %zu)\n",
                 probe.count, probe_.errors(), number(probe.p50).c_str(), number(probe.p99).c_str(),
                 number(probe.max).c_str(), probe_.reconnects(), probe_.connect_failures());
-    std::printf("probe during expiry window: %zu requests, p99 %s ms, worst %s ms\n",
-                window.count, number(window.p99).c_str(), number(window.max).c_str());
+    std::printf("probe during expiry window: %zu requests, p99 %s ms, worst %s ms\n", window.count,
+                number(window.p99).c_str(), number(window.max).c_str());
     std::printf("probe just before it (baseline): %zu requests, p99 %s ms, worst %s ms\n",
                 baseline.count, number(baseline.p99).c_str(), number(baseline.max).c_str());
 }
