@@ -1,5 +1,7 @@
 #pragma once
 
+#include <timeout_registry.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +43,8 @@ struct config {
     std::optional<listen_address> admin_listen; ///< serves /metrics and /healthz; off by default
     std::string log_level = "info";             ///< trace, debug, info, warn, error, critical, off
     std::optional<std::filesystem::path> access_log; ///< off by default; "-" is stdout
-    std::size_t expire_batch = 16;                   ///< expiry callbacks per timer wake
+    std::size_t expire_batch =
+        timeouts::timeout_registry::default_expire_batch; ///< expiry callbacks per timer wake
     bool timeouts = true; ///< false only to measure what enforcing them costs
 
     std::optional<std::filesystem::path> config_file; ///< where it was read from, for reload

@@ -64,8 +64,9 @@ class timer_list;
 class timeout_registry {
 public:
     /// Expiry callbacks per wake before the rest is deferred. One expiry in the server (close a
-    /// socket on loopback, free a connection) measured about 11 us (tarry_timeout_wake_seconds in
-    /// /metrics during a 15000-connection flood), so 64 keeps a wake under a millisecond.
+    /// socket on loopback, free a connection) measured 11-20 us (tarry_timeout_wake_seconds in
+    /// /metrics during a 15000-connection flood), so 16 keeps a wake near a quarter millisecond:
+    /// a busy client's p99 behind a mass expiry was 0.25-0.6 ms with 16, 1-1.8 ms with 64.
     static constexpr std::size_t default_expire_batch = 16;
 
     explicit timeout_registry(boost::asio::io_context& io,
