@@ -4,7 +4,7 @@
 //
 // N live entries. Activity is round-robin, the steady state of N equally busy connections: the
 // entry touched is always the list's head, which then moves to the tail.
-#include <timeout_registry.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
 
 #include <benchmark/benchmark.h>
 #include <boost/asio/io_context.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <session.hpp>
+#include <tarry/http/session.hpp>
 
 #include <filesystem>
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <timeout_registry.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -3,7 +3,7 @@
 #include "access_log.hpp"
 #include "worker.hpp"
 
-#include <timeout_registry.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
 
 #include <boost/asio/post.hpp>
 

@@ -4,8 +4,8 @@
 #include "poller.hpp"
 #include "worker_metrics.hpp"
 
-#include <idle_entry.hpp>
-#include <session.hpp>
+#include <tarry/http/session.hpp>
+#include <tarry/timeouts/idle_entry.hpp>
 
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/smart_ptr/intrusive_ref_counter.hpp>

@@ -2,8 +2,8 @@
 
 #include "worker_metrics.hpp"
 
-#include <expiry_stats.hpp>
-#include <idle_entry.hpp>
+#include <tarry/timeouts/expiry_stats.hpp>
+#include <tarry/timeouts/idle_entry.hpp>
 
 #include <cstdint>
 #include <string>

@@ -4,7 +4,7 @@
 #include "config.hpp"
 #include "worker.hpp"
 
-#include <static_files.hpp>
+#include <tarry/http/static_files.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>

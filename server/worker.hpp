@@ -7,8 +7,8 @@
 #include "worker_metrics.hpp"
 #include "worker_settings.hpp"
 
-#include <date_clock.hpp>
-#include <timeout_registry.hpp>
+#include <tarry/http/date_clock.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>

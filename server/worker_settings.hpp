@@ -3,8 +3,8 @@
 #include "config.hpp"
 #include "worker_metrics.hpp"
 
-#include <idle_entry.hpp>
-#include <session.hpp>
+#include <tarry/http/session.hpp>
+#include <tarry/timeouts/idle_entry.hpp>
 
 #include <cstddef>
 

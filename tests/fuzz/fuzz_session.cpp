@@ -6,7 +6,7 @@
 //   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DTARRY_FUZZ=ON
 //   cmake --build build-fuzz --target fuzz_session
 //   build-fuzz/tests/fuzz_session -max_total_time=60 tests/fuzz/corpus
-#include <session.hpp>
+#include <tarry/http/session.hpp>
 
 #include <cstddef>
 #include <cstdint>

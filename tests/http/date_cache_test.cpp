@@ -1,4 +1,4 @@
-#include <date_cache.hpp>
+#include <tarry/http/date_cache.hpp>
 
 #include <gtest/gtest.h>
 
@@ -59,7 +59,7 @@ TEST(DateCacheTest, SameSecondIsNoRefresh) {
 } // namespace
 } // namespace tarry::http::test
 
-#include <date_clock.hpp>
+#include <tarry/http/date_clock.hpp>
 
 #include <chrono>
 

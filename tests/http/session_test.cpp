@@ -1,6 +1,6 @@
 #include <ostream> // boost/core/detail/string_view.hpp (1.81) needs it complete
 
-#include <session.hpp>
+#include <tarry/http/session.hpp>
 
 #include <gtest/gtest.h>
 

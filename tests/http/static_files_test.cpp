@@ -1,7 +1,7 @@
 #include <ostream> // boost/core/detail/string_view.hpp (1.81) needs it complete
 
-#include <session.hpp>
-#include <static_files.hpp>
+#include <tarry/http/session.hpp>
+#include <tarry/http/static_files.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include <config.hpp>
+#include <tarry/server/config.hpp>
 
 #include <gtest/gtest.h>
 

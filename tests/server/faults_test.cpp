@@ -2,7 +2,7 @@
 // every connection and descriptor it had is gone.
 #include "test_client.hpp"
 
-#include <server.hpp>
+#include <tarry/server/server.hpp>
 
 #include <gtest/gtest.h>
 

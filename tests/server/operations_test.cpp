@@ -2,7 +2,7 @@
 // descriptors run out.
 #include "test_client.hpp"
 
-#include <server.hpp>
+#include <tarry/server/server.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // seconds, so a loaded machine makes these slower, never red.
 #include "test_client.hpp"
 
-#include <server.hpp>
+#include <tarry/server/server.hpp>
 
 #include <gtest/gtest.h>
 

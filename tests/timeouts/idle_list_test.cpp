@@ -1,6 +1,6 @@
 #include "manual_clock.hpp"
 
-#include <idle_list.hpp>
+#include <tarry/timeouts/idle_list.hpp>
 
 #include <gtest/gtest.h>
 

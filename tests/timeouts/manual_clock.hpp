@@ -1,6 +1,6 @@
 #pragma once
 
-#include <idle_entry.hpp>
+#include <tarry/timeouts/idle_entry.hpp>
 
 #include <chrono>
 #include <vector>

@@ -1,6 +1,6 @@
 // The registry on a real io_context and the real steady clock. Durations are short and every
 // check has generous slack: these tests assert order and "never early", never speed.
-#include <timeout_registry.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -2,7 +2,7 @@
 // driven through expire_due(), the same per-list routine the timers call.
 #include "manual_clock.hpp"
 
-#include <timeout_registry.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
 
 #include <gtest/gtest.h>
 
