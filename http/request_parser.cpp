@@ -54,12 +54,24 @@ bool valid_host(std::string_view host) noexcept {
            port.size() <= 5;
 }
 
+std::string_view find_field(std::string_view header, std::string_view name) noexcept {
+    std::string_view found;
+    bool seen = false;
+    for_each_field(header, [&](std::string_view n, std::string_view v) {
+        if (!seen && boost::beast::iequals(n, name)) {
+            found = v;
+            seen = true;
+        }
+    });
+    return found;
+}
+
 request_parser::request_parser(request_head& head, std::size_t max_header_bytes,
-                               std::uint64_t max_body_bytes)
-    : head_(head), max_header_bytes_(max_header_bytes) {
+                               std::uint64_t max_body_bytes, request_body_sink& body)
+    : head_(head), body_(body), max_header_bytes_(max_header_bytes) {
     header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(max_header_bytes, UINT32_MAX)));
     body_limit(max_body_bytes);
-    eager(true);
+    eager(false);
     head_.clear();
 }
 
@@ -257,16 +269,23 @@ void request_parser::on_header_impl(boost::system::error_code& ec) {
     }
 }
 
+std::size_t request_parser::take_body(std::string_view bytes, boost::system::error_code& ec) {
+    const std::size_t taken = body_.on_body(bytes);
+    body_bytes_ += taken;
+    // Taking fewer pauses the parse here. Beast would offer the rest again at once in its eager
+    // loop (and spin), so stop it with need_more: the caller feeds the rest later.
+    if (taken < bytes.size()) ec = bh::error::need_more;
+    return taken;
+}
+
 std::size_t request_parser::on_body_impl(boost::beast::string_view body,
-                                         boost::system::error_code&) {
-    body_bytes_ += body.size();
-    return body.size();
+                                         boost::system::error_code& ec) {
+    return take_body(std::string_view(body.data(), body.size()), ec);
 }
 
 std::size_t request_parser::on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
-                                               boost::system::error_code&) {
-    body_bytes_ += body.size();
-    return body.size();
+                                               boost::system::error_code& ec) {
+    return take_body(std::string_view(body.data(), body.size()), ec);
 }
 
 } // namespace tarry::http

@@ -12,6 +12,14 @@ std::string_view reason(unsigned status) noexcept {
     return boost::beast::http::obsolete_reason(boost::beast::http::int_to_status(status));
 }
 
+response_head text_head(unsigned status, std::uint64_t length) noexcept {
+    response_head head;
+    head.status = status;
+    head.content_type = "text/plain";
+    head.content_length = length;
+    return head;
+}
+
 void append_head(std::string& out, const response_head& head, std::string_view date) {
     char digits[24];
     out.append("HTTP/1.1 ");
@@ -19,15 +27,21 @@ void append_head(std::string& out, const response_head& head, std::string_view d
     out.append(digits, r.ptr);
     out.push_back(' ');
     out.append(reason(head.status));
-    out.append("\r\nServer: tarry\r\nDate: ");
-    out.append(date);
+    if (head.server_date) {
+        out.append("\r\nServer: tarry\r\nDate: ");
+        out.append(date);
+    }
     if (!head.content_type.empty()) {
         out.append("\r\nContent-Type: ");
         out.append(head.content_type);
     }
-    out.append("\r\nContent-Length: ");
-    r = std::to_chars(digits, digits + sizeof digits, head.content_length);
-    out.append(digits, r.ptr);
+    if (head.chunked) {
+        out.append("\r\nTransfer-Encoding: chunked");
+    } else if (!head.length_unknown) {
+        out.append("\r\nContent-Length: ");
+        r = std::to_chars(digits, digits + sizeof digits, head.content_length);
+        out.append(digits, r.ptr);
+    }
     if (head.close) {
         out.append("\r\nConnection: close");
     } else {

@@ -17,7 +17,14 @@ struct response_head {
     bool close = false;                ///< Connection: close
     bool keep_alive_field = false;     ///< Connection: keep-alive (an HTTP/1.0 client asked)
     unsigned keep_alive_timeout_s = 0; ///< Keep-Alive: timeout=N when kept alive; 0: omitted
+    bool length_unknown =
+        false;               ///< no Content-Length: chunked (the session decides) or to the close
+    bool chunked = false;    ///< Transfer-Encoding: chunked instead of Content-Length
+    bool server_date = true; ///< false: Server and Date are in extra_fields (proxied)
 };
+
+/// The head of a small text/plain response whose body is `length` bytes.
+response_head text_head(unsigned status, std::uint64_t length) noexcept;
 
 /// Appends the status line and fields, through the empty line, to `out`.
 void append_head(std::string& out, const response_head& head, std::string_view date);

@@ -1,12 +1,12 @@
 #include "session.hpp"
 
+#include "hello_handler.hpp"
 #include "request_error.hpp"
 
 #include <boost/beast/http/error.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 namespace tarry::http {
@@ -14,22 +14,147 @@ namespace bh = boost::beast::http;
 
 namespace {
 
-constexpr std::string_view hello = "Hello, World!";
-constexpr std::string_view allow = "Allow: GET, HEAD, OPTIONS\r\n";
-constexpr std::string_view text_plain = "text/plain";
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
-/// Files up to this size are copied into the output with the head: one write, no sendfile.
-constexpr std::uint64_t inline_file_bytes = 16 * std::uint64_t{1024};
+
+/// Answers when no route matches (a session with no router: the built-in answer).
+hello_handler& fallback() noexcept {
+    static hello_handler h; // stateless: shared by every thread
+    return h;
+}
 
 } // namespace
 
+// --- exchange: what a handler calls -------------------------------------------------------------
+
+const request_head& exchange::request() const noexcept {
+    return s_.state_->head;
+}
+
+void exchange::respond(response_head head) {
+    session& s = s_;
+    const request_head& req = s.state_->head;
+    const bool keep = s.keep_alive_now();
+    head.close = !keep;
+    head.keep_alive_field = keep && req.version == 10;
+    head.keep_alive_timeout_s = keep ? s.settings_->keep_alive_timeout_s : 0;
+    s.head_only_ = req.method == bh::verb::head || head.status == 304 || head.status == 204;
+    if (head.length_unknown && !s.head_only_) {
+        if (req.version == 11) {
+            head.chunked = true;
+            s.chunked_ = true;
+        } else {
+            head.close = true; // an HTTP/1.0 client reads such a body to the close
+            head.keep_alive_field = false;
+            head.keep_alive_timeout_s = 0;
+        }
+    }
+    if (head.close) s.closing_ = true;
+    s.responding_ = true;
+    s.emit(s.output(), head, s.out_ != nullptr ? s.date_ : s.transport_->date());
+    if (s.out_ == nullptr) s.transport_->wake();
+}
+
+void exchange::write(std::string_view bytes) {
+    session& s = s_;
+    if (s.head_only_ || bytes.empty()) return;
+    std::string& out = s.output();
+    if (s.chunked_) {
+        char digits[16];
+        const auto r = std::to_chars(digits, digits + sizeof digits, bytes.size(), 16);
+        out.append(digits, r.ptr);
+        out.append("\r\n");
+        out.append(bytes);
+        out.append("\r\n");
+    } else {
+        out.append(bytes);
+    }
+    if (s.out_ == nullptr) s.transport_->wake();
+}
+
+void exchange::send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length) {
+    session& s = s_;
+    if (!s.head_only_ && length != 0) s.file_ = file_body{std::move(fd), offset, length};
+    finish();
+}
+
+void exchange::finish() {
+    session& s = s_;
+    ++s.requests_;
+    if (s.chunked_) s.output().append("0\r\n\r\n");
+    s.chunked_ = false;
+    s.responding_ = false;
+    s.finished_ = true;
+    s.end_response();
+}
+
+void exchange::respond_text(unsigned status, std::string_view body, std::string_view extra_fields) {
+    response_head head = text_head(status, body.size());
+    head.extra_fields = extra_fields;
+    respond(head);
+    write(body);
+    finish();
+}
+
+std::size_t exchange::room() const noexcept {
+    const std::size_t queued =
+        s_.out_ != nullptr ? s_.out_->size() : s_.transport_->output().size();
+    const std::size_t limit = s_.settings_->max_queued_bytes;
+    return queued < limit ? limit - queued : 0;
+}
+
+void exchange::defer(deferred& d) {
+    s_.deferred_ = &d;
+}
+
+void exchange::read_body() {
+    session& s = s_;
+    s.body_to_handler_ = true;
+    request_parser& parser = *s.state_->parser;
+    // Not when body bytes came with the header: the client is sending it already.
+    if (s.state_->head.expect_continue && !s.sent_continue_ && !parser.is_done() &&
+        !s.body_in_hand_) {
+        s.output().append(continue_line);
+        s.sent_continue_ = true;
+        if (s.out_ == nullptr) s.transport_->wake();
+    }
+}
+
+void exchange::resume_body() {
+    session& s = s_;
+    if (!s.body_paused_) return;
+    s.body_paused_ = false;
+    if (s.out_ == nullptr) s.transport_->wake();
+}
+
+// --- session ------------------------------------------------------------------------------------
+
+std::size_t session::request_state::on_body(std::string_view bytes) {
+    session& s = *owner;
+    if (!s.body_to_handler_ || s.deferred_ == nullptr) return bytes.size(); // discarded
+    const std::size_t taken = s.deferred_->on_body(bytes);
+    if (taken < bytes.size()) s.body_paused_ = true;
+    return taken;
+}
+
 session::~session() {
+    abort();
     finish_request();
 }
 
 session::phase session::current_phase() const noexcept {
     if (!state_ || !state_->parser) return phase::idle;
-    return state_->parser->is_header_done() ? phase::body : phase::headers;
+    if (!state_->parser->is_header_done()) return phase::headers;
+    if (!state_->parser->is_done()) return phase::body;
+    return finished_ ? phase::idle : phase::waiting;
+}
+
+bool session::keep_alive_now() const noexcept {
+    const request_parser& parser = *state_->parser;
+    // A final answer before a body the client was told to wait for (100-continue) leaves the
+    // body unsent or half-sent: nothing tells where the next request would start.
+    const bool unsent_body = state_->head.expect_continue && !sent_continue_ && !parser.is_done();
+    return parser.keep_alive() && !draining_ && !unsent_body &&
+           (settings_->max_requests == 0 || started_ < settings_->max_requests);
 }
 
 void session::drain() noexcept {
@@ -37,10 +162,23 @@ void session::drain() noexcept {
     if (current_phase() == phase::idle && !file_) closing_ = true;
 }
 
+void session::file_done() noexcept {
+    file_.reset();
+    if (draining_ && current_phase() == phase::idle) closing_ = true;
+}
+
+std::string& session::output() {
+    return out_ != nullptr ? *out_ : transport_->output();
+}
+
 void session::finish_request() noexcept {
-    sent_continue_ = false;
+    sent_continue_ = dispatched_ = responding_ = finished_ = chunked_ = head_only_ = false;
+    body_to_handler_ = body_paused_ = body_done_ = false;
+    deferred_ = nullptr;
+    if (draining_) closing_ = true;
     if (!state_) return;
     state_->parser.reset();
+    state_->held.reset();
     try {
         states::give(std::move(state_));
     } catch (...) {
@@ -48,14 +186,42 @@ void session::finish_request() noexcept {
     }
 }
 
+void session::end_response() noexcept {
+    // The request ends when both its response and its body are done; until then a body still
+    // arriving is read (for the handler, or to discard it).
+    if (!finished_ || !body_done_) {
+        if (out_ == nullptr && transport_ != nullptr) transport_->wake();
+        return;
+    }
+    finish_request();
+    if (out_ == nullptr && transport_ != nullptr) transport_->wake();
+}
+
+void session::abort() noexcept {
+    if (deferred_ == nullptr) return;
+    deferred* d = deferred_;
+    deferred_ = nullptr;
+    finish_request();
+    d->on_abort();
+}
+
+void session::output_drained() noexcept {
+    if (deferred_ != nullptr && !finished_) deferred_->on_writable();
+}
+
 std::size_t session::consume(const char* data, std::size_t size, std::string& out,
                              std::string_view date, exchange_log* log) {
     std::size_t used = 0;
+    out_ = &out;
+    date_ = date;
     log_ = log;
     struct forget {
-        exchange_log*& log;
-        ~forget() { log = nullptr; } // even if an allocation throws: never keep a stale observer
-    } const guard{log_};
+        session& s;
+        ~forget() { // even if an allocation throws: never keep stale pointers
+            s.out_ = nullptr;
+            s.log_ = nullptr;
+        }
+    } const guard{*this};
     while (!closing_ && !file_ && out.size() < settings_->max_queued_bytes) {
         if (!state_) {
             // RFC 9112, 2.2: ignore empty lines received before a request-line.
@@ -63,10 +229,12 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
                 ++used;
             if (used == size) break;
             state_ = states::take();
+            state_->owner = this;
             state_->parser.emplace(state_->head, settings_->max_header_bytes,
-                                   settings_->max_body_bytes);
+                                   settings_->max_body_bytes, *state_);
         }
         request_parser& parser = *state_->parser;
+        if (body_paused_ || (body_done_ && !finished_)) break; // the handler has the request
         boost::system::error_code ec;
         const std::size_t n = parser.feed(data + used, size - used, ec);
         if (ec && ec != bh::error::need_more) {
@@ -74,21 +242,32 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             // this request starts: a line feed within the header limit means the request line
             // ended there (past the limit, it ended too late: 414).
             const bool line_complete =
+                !dispatched_ &&
                 std::memchr(data + used, '\n',
                             std::min(size - used, settings_->max_header_bytes)) != nullptr;
             fail(status_for(ec, line_complete), out, date);
             break;
         }
-        used += n;
-        if (parser.is_done()) {
-            respond(out, date);
-            finish_request();
+        if (parser.is_header_done() && !dispatched_) {
+            state_->head.header = std::string_view(data + used, n);
+            used += n;
+            body_in_hand_ = used < size;
+            dispatch();
+            if (state_) state_->head.header = {};
+            if (!state_) continue; // answered, and no body: the next request
+            parser.eager(true);
             continue;
         }
-        if (parser.is_header_done() && state_->head.expect_continue && !sent_continue_ &&
-            parser.body_bytes() == 0) {
-            out.append(continue_line);
-            sent_continue_ = true;
+        used += n;
+        if (parser.is_done() && !body_done_) {
+            body_done_ = true;
+            if (body_to_handler_ && deferred_ != nullptr) deferred_->on_body_end();
+            if (!state_) continue; // it answered: the request is over
+            if (finished_) {
+                finish_request();
+                continue;
+            }
+            break;
         }
         if (n == 0 && parser.is_header_done() && size - used > settings_->max_header_bytes) {
             // A chunk header or trailer section the parser needs whole, larger than a header
@@ -101,109 +280,65 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
     return used;
 }
 
-response_head session::base_head(unsigned status, bool keep_alive) noexcept {
-    response_head r;
-    r.status = status;
-    r.close = !keep_alive;
-    r.keep_alive_field = keep_alive && state_ && state_->head.version == 10;
-    r.keep_alive_timeout_s = keep_alive ? settings_->keep_alive_timeout_s : 0;
-    return r;
+void session::dispatch() {
+    dispatched_ = true;
+    ++started_;
+    request_head& req = state_->head;
+    const router::route* route = nullptr;
+    if (req.target == "*") {
+        // OPTIONS * asks about the server itself (the parser allows "*" for OPTIONS only).
+        response_head head;
+        head.extra_fields = "Allow: GET, HEAD, OPTIONS\r\n";
+        exchange_.respond(head);
+        exchange_.finish();
+    } else {
+        route = settings_->routes != nullptr ? settings_->routes->find(req.target) : nullptr;
+        handler& h = route != nullptr ? *route->target : fallback();
+        h.on_request(exchange_);
+        if (!finished_ && deferred_ == nullptr) {
+            // A handler must answer or say it answers later; refuse rather than hang.
+            if (!responding_) {
+                exchange_.respond_text(500, "Internal Server Error\n");
+            } else {
+                closing_ = true;
+                finish_request();
+                return;
+            }
+        }
+    }
+    if (!state_) return;
+    if (deferred_ != nullptr && route != nullptr) state_->held = route->target;
+    if (state_->parser->is_done()) {
+        body_done_ = true;
+        if (body_to_handler_ && deferred_ != nullptr) deferred_->on_body_end();
+        if (state_ && finished_) finish_request();
+    }
 }
 
-void session::respond(std::string& out, std::string_view date) {
-    ++requests_;
-    const request_head& req = state_->head;
-    const bool keep_alive = state_->parser->keep_alive() && !draining_ &&
-                            (settings_->max_requests == 0 || requests_ < settings_->max_requests);
-    if (!keep_alive) closing_ = true;
-
-    if (req.method == bh::verb::options) {
-        response_head r = base_head(200, keep_alive);
-        r.extra_fields = allow;
-        emit(out, r, date);
-        return;
-    }
-    if (req.method == bh::verb::unknown) {
-        // A method this server does not recognise (RFC 9110, 9.1 and 15.6.2); 405 is for one
-        // it knows but the resource does not allow.
-        const std::string_view body = "Not Implemented\n";
-        response_head r = base_head(501, keep_alive);
-        r.content_type = text_plain;
-        r.content_length = body.size();
-        emit(out, r, date);
-        out.append(body);
-        return;
-    }
-    if (req.method != bh::verb::get && req.method != bh::verb::head) {
-        const std::string_view body = "Method Not Allowed\n";
-        response_head r = base_head(405, keep_alive);
-        r.content_type = text_plain;
-        r.content_length = body.size();
-        r.extra_fields = allow;
-        emit(out, r, date);
-        out.append(body);
-        return;
-    }
-    if (settings_->files == nullptr) {
-        response_head r = base_head(200, keep_alive);
-        r.content_type = text_plain;
-        r.content_length = hello.size();
-        emit(out, r, date);
-        if (req.method == bh::verb::get) out.append(hello);
-        return;
-    }
-    respond_file(out, date, base_head(200, keep_alive));
-}
-
-void session::respond_file(std::string& out, std::string_view date, const response_head& base) {
-    static_files::file f = settings_->files->open(state_->head.target);
-    response_head r = base;
-    if (f.status != 200) {
-        const std::string_view why = reason(f.status);
-        r.status = f.status;
-        r.content_type = text_plain;
-        r.content_length = why.size() + 1;
-        emit(out, r, date);
-        out.append(why);
-        out.push_back('\n');
-        return;
-    }
-    r.content_type = f.content_type;
-    r.content_length = f.size;
-    emit(out, r, date);
-    if (state_->head.method == bh::verb::head || f.size == 0) return;
-    if (f.size <= inline_file_bytes) {
-        const std::size_t at = out.size();
-        out.resize(at + f.size);
-        const ssize_t got = ::pread(f.fd.get(), out.data() + at, f.size, 0);
-        if (got == static_cast<ssize_t>(f.size)) return;
-        // The file changed under us: stream whatever is there, and the length decides.
-        out.resize(at + static_cast<std::size_t>(got > 0 ? got : 0));
-        file_ = file_body{std::move(f.fd), static_cast<std::uint64_t>(got > 0 ? got : 0),
-                          f.size - static_cast<std::uint64_t>(got > 0 ? got : 0)};
-        return;
-    }
-    file_ = file_body{std::move(f.fd), 0, f.size};
-}
-
-void session::emit(std::string& out, const response_head& head, std::string_view date) {
+void session::emit(std::string& out, response_head& head, std::string_view date) {
     append_head(out, head, date);
     if (log_ == nullptr) return;
     const request_head* req = state_ ? &state_->head : nullptr;
-    const bool head_only = req != nullptr && req->method == bh::verb::head;
-    log_->on_response(req, head.status, head_only ? 0 : head.content_length);
+    log_->on_response(req, head.status,
+                      head_only_ || head.length_unknown ? 0 : head.content_length);
 }
 
 void session::fail(unsigned status, std::string& out, std::string_view date) {
-    const std::string_view why = reason(status);
-    response_head r;
-    r.status = status;
-    r.close = true;
-    r.content_type = text_plain;
-    r.content_length = why.size() + 1;
-    emit(out, r, date);
-    out.append(why);
-    out.push_back('\n');
+    if (deferred_ != nullptr) {
+        deferred* d = deferred_;
+        deferred_ = nullptr;
+        d->on_abort();
+    }
+    // After its answer went out, a request whose body turns out malformed gets no second
+    // response (the client would take it for the next request's): it only closes.
+    if (!responding_ && !finished_) {
+        const std::string_view why = reason(status);
+        response_head r = text_head(status, why.size() + 1);
+        r.close = true;
+        emit(out, r, date);
+        out.append(why);
+        out.push_back('\n');
+    }
     closing_ = true;
     finish_request();
 }

@@ -1,12 +1,14 @@
 #pragma once
 
+#include "handler.hpp"
 #include "recycler.hpp"
 #include "request_parser.hpp"
 #include "response_head.hpp"
-#include "static_files.hpp"
+#include "router.hpp"
 #include "unique_fd.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,8 +21,8 @@ struct session_settings {
     std::uint32_t max_requests = 1000;  ///< per connection; 0: unlimited
     unsigned keep_alive_timeout_s = 64; ///< advertised in Keep-Alive; 0: field omitted
     std::size_t max_queued_bytes =
-        64 * std::size_t{1024};          ///< stop parsing pipelined requests past this
-    const static_files* files = nullptr; ///< null: every GET/HEAD gets "Hello, World!"
+        64 * std::size_t{1024};     ///< stop parsing pipelined requests past this
+    const router* routes = nullptr; ///< null, or no route matches: the built-in answer
 };
 
 /// Told of each response a session writes: an access log. `request` is null when the bytes
@@ -37,6 +39,22 @@ protected:
     ~exchange_log() = default;
 };
 
+/// What a session needs of its connection for answers that come later, outside consume().
+class session_transport {
+public:
+    /// The connection's output queue (taken from the free list if it holds none).
+    virtual std::string& output() = 0;
+    [[nodiscard]] virtual std::string_view date() noexcept = 0;
+    /// A deferred answer wrote, finished, or resumed its request body: drive the connection.
+    virtual void wake() noexcept = 0;
+
+protected:
+    session_transport() = default;
+    session_transport(const session_transport&) = default;
+    session_transport& operator=(const session_transport&) = default;
+    ~session_transport() = default;
+};
+
 /// A file body still to be sent after the queued output (the connection streams it).
 struct file_body {
     unique_fd fd;
@@ -44,22 +62,70 @@ struct file_body {
     std::uint64_t remaining = 0;
 };
 
+class session;
+
+/// One request as its handler sees it: the request, and the ways to answer it. Valid from
+/// handler::on_request() until the response is finished (or the deferred answer is aborted).
+///
+/// A response is respond() with its head, then any number of write()s, then finish(); or
+/// respond_text() for a small complete answer. A body whose length the head does not give is
+/// sent chunked (or, to an HTTP/1.0 client, delimited by the close).
+class exchange {
+public:
+    exchange(const exchange&) = delete;
+    exchange& operator=(const exchange&) = delete;
+
+    [[nodiscard]] const request_head& request() const noexcept;
+
+    /// Writes the status line and fields. The session adds Date, Server (unless the head says
+    /// otherwise), the framing (Content-Length or Transfer-Encoding) and Connection/Keep-Alive.
+    void respond(response_head head);
+    /// Appends body bytes (ignored for HEAD). Mind room(): past it, wait for on_writable().
+    void write(std::string_view bytes);
+    /// Sends `length` bytes of `fd` from `offset` as the rest of the body (sendfile).
+    void send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length);
+    /// The response is complete.
+    void finish();
+    /// A whole small response with a text/plain body: respond + write + finish.
+    void respond_text(unsigned status, std::string_view body, std::string_view extra_fields = {});
+
+    /// Bytes the output can take before the handler should wait for deferred::on_writable().
+    [[nodiscard]] std::size_t room() const noexcept;
+
+    /// The answer comes later: the session keeps the request (and the route's handler) until
+    /// finish(), and tells `d` of the body, of output room and of the client going away.
+    void defer(deferred& d);
+    /// Hands the request body to the deferred answer (sending 100 Continue if it was asked
+    /// for). Without it, a body is read and discarded.
+    void read_body();
+    /// The deferred answer takes body bytes again after refusing some.
+    void resume_body();
+
+private:
+    friend class session;
+    explicit exchange(session& s) noexcept : s_(s) {}
+    session& s_;
+};
+
 /// The protocol half of one connection, without I/O: bytes in, responses out.
 ///
-/// consume() parses as many complete requests as the input holds and appends their responses
-/// to `out`, in order (pipelining), until the output passes max_queued_bytes, a file body must
-/// be streamed, or the connection is to close. Request bodies are read and discarded. The
-/// parser and request fields live in a pooled request_state taken when a request starts and
-/// given back when it ends, so an idle session is a few bytes.
+/// consume() parses as many complete requests as the input holds, hands each to the handler its
+/// route names, and appends the responses to `out` in order (pipelining), until the output
+/// passes max_queued_bytes, a file body must be streamed, a handler answers later, or the
+/// connection is to close. The parser and request fields live in a pooled request_state taken
+/// when a request starts and given back when it ends, so an idle session is a few bytes.
 class session {
 public:
     enum class phase {
         idle,    ///< between requests: no byte of the next one consumed
         headers, ///< a request started; its header is not complete
-        body,    ///< reading a request body
+        body,    ///< reading a request body (for its handler, or to discard it)
+        waiting, ///< the request is read; its handler has not finished answering
     };
 
-    explicit session(const session_settings& settings) noexcept : settings_(&settings) {}
+    explicit session(const session_settings& settings,
+                     session_transport* transport = nullptr) noexcept
+        : settings_(&settings), transport_(transport), exchange_(*this) {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     ~session();
@@ -69,47 +135,76 @@ public:
     std::size_t consume(const char* data, std::size_t size, std::string& out, std::string_view date,
                         exchange_log* log = nullptr);
 
-    /// Answers with an error status and closes (408 on a header or body timeout).
+    /// Answers with an error status and closes (408 on a header or body timeout). A deferred
+    /// answer in progress is aborted.
     void fail(unsigned status, std::string& out, std::string_view date);
 
     /// Graceful stop: the next response says Connection: close; an idle session closes.
     void drain() noexcept;
 
+    /// The connection is going away: a deferred answer is told and released.
+    void abort() noexcept;
+
+    /// The output queue was written out: a deferred answer waiting for room hears of it.
+    void output_drained() noexcept;
+
     /// Settings apply from the next request (a reload).
     void set_settings(const session_settings& s) noexcept { settings_ = &s; }
 
     [[nodiscard]] phase current_phase() const noexcept;
+    /// The connection closes once the output is written (see answering()).
     [[nodiscard]] bool closing() const noexcept { return closing_; }
+    /// A handler is still answering: more output is to come before any close.
+    [[nodiscard]] bool answering() const noexcept { return deferred_ != nullptr && !finished_; }
     [[nodiscard]] bool has_file() const noexcept { return file_.has_value(); }
     [[nodiscard]] file_body& file() noexcept { return *file_; }
-    /// The file body is sent. A session told to drain meanwhile has nothing left: it closes.
-    void file_done() noexcept {
-        file_.reset();
-        if (draining_ && current_phase() == phase::idle) closing_ = true;
-    }
+    /// The file body is sent.
+    void file_done() noexcept;
     [[nodiscard]] std::uint64_t requests() const noexcept { return requests_; }
+    /// A deferred answer refused body bytes: consume() takes no more until it resumes.
+    [[nodiscard]] bool body_paused() const noexcept { return body_paused_; }
 
 private:
-    void emit(std::string& out, const response_head& head, std::string_view date);
-    struct request_state {
+    friend class exchange;
+    struct request_state : request_body_sink {
         request_head head;
         std::optional<request_parser> parser;
+        std::shared_ptr<handler> held; ///< the route's handler, while an answer is deferred
+        session* owner = nullptr;
+        std::size_t on_body(std::string_view bytes) override;
     };
     using states = recycler<request_state>;
 
-    void respond(std::string& out, std::string_view date);
-    void respond_file(std::string& out, std::string_view date, const response_head& base);
+    void dispatch();
     void finish_request() noexcept;
-    [[nodiscard]] response_head base_head(unsigned status, bool keep_alive) noexcept;
+    void end_response() noexcept;
+    void emit(std::string& out, response_head& head, std::string_view date);
+    [[nodiscard]] std::string& output();
+    [[nodiscard]] bool keep_alive_now() const noexcept;
 
     const session_settings* settings_;
+    session_transport* transport_;
+    exchange exchange_;
     states::pointer state_;
     std::optional<file_body> file_;
-    exchange_log* log_ = nullptr; ///< set while consume() runs
-    std::uint64_t requests_ = 0;
+    deferred* deferred_ = nullptr; ///< the handler's state while it answers later
+    std::string* out_ = nullptr;   ///< consume()'s output while it runs
+    std::string_view date_;        ///< consume()'s date while it runs
+    exchange_log* log_ = nullptr;  ///< set while consume() runs
+    std::uint64_t requests_ = 0;   ///< answered
+    std::uint64_t started_ = 0;    ///< handed to a handler
     bool closing_ = false;
     bool draining_ = false;
     bool sent_continue_ = false;
+    bool dispatched_ = false; ///< the current request went to its handler
+    bool responding_ = false; ///< its response head is written, the response is not finished
+    bool finished_ = false;   ///< its response is finished
+    bool chunked_ = false;    ///< the response body is chunk-framed
+    bool head_only_ = false;  ///< the response carries no body (HEAD, 304, ...)
+    bool body_to_handler_ = false;
+    bool body_paused_ = false;
+    bool body_done_ = false;    ///< the request body has been read whole
+    bool body_in_hand_ = false; ///< bytes after the header had arrived when it was dispatched
 };
 
 } // namespace tarry::http

@@ -24,5 +24,7 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(close_rea
     close_reason_names{"client_close", "keep_alive_timeout", "header_timeout",
                        "body_timeout", "send_timeout",       "done",
                        "shutdown",     "pressure",           "error"};
+// A std::array with too few initialisers compiles: an empty last name means one is missing.
+static_assert(!close_reason_names.back().empty());
 
 } // namespace tarry::server

@@ -1,7 +1,6 @@
 #include "connection.hpp"
 
 #include "access_log.hpp"
-#include "worker.hpp"
 
 #include <tarry/timeouts/timeout_registry.hpp>
 
@@ -37,20 +36,20 @@ bool is_reset(int err) noexcept {
 
 } // namespace
 
-connection::connection(worker& owner, int fd)
-    : owner_(owner), idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
-      session_(owner.settings().session), fd_(fd) {}
+connection::connection(const connection_context& ctx, int fd)
+    : ctx_(ctx), idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
+      session_(ctx.settings.session, this), fd_(fd) {}
 
 connection::~connection() {
     if (!closed_) ::close(fd_); // never started (registration failed before close() ran)
 }
 
 void connection::start() {
-    worker_metrics& m = owner_.metrics();
+    worker_metrics& m = ctx_.metrics;
     m.open.add();
     m.phases[static_cast<std::size_t>(phase_)].add();
-    owner_.date().hold();
-    if (!owner_.poll().add(fd_, *this)) {
+    ctx_.date.hold();
+    if (!ctx_.poll.add(fd_, *this)) {
         close(close_reason::error);
         return;
     }
@@ -72,6 +71,29 @@ void connection::on_events(std::uint32_t events) noexcept {
     }
 }
 
+std::string& connection::output() {
+    if (!out_) out_ = out_buffers::take();
+    return *out_;
+}
+
+std::string_view connection::date() noexcept {
+    return ctx_.date.value();
+}
+
+void connection::wake() noexcept {
+    if (closed_) return;
+    if (driving_) {
+        woken_ = true; // drive() parses again before it returns
+        return;
+    }
+    want_read_ = want_write_ = false;
+    try {
+        drive();
+    } catch (...) {
+        close(close_reason::error); // out of memory mid-request
+    }
+}
+
 bool connection::idle() const noexcept {
     return !closed_ && (phase_ == conn_phase::keep_alive ||
                         (phase_ == conn_phase::header && in_len_ == 0 && !out_));
@@ -85,21 +107,30 @@ void connection::drain() noexcept {
 
 // The whole life of a request, from bytes in to bytes out, runs here until some system call
 // would block. One clock read per timeout-list move, none per byte.
-void connection::drive() {
-    bool fresh = true; // new input or room for output since the last parse
+void connection::drive(bool fresh) {
+    // fresh: new input, or room for output, or a handler's news since the last parse
+    driving_ = true;
+    struct done {
+        bool& driving;
+        ~done() { driving = false; }
+    } const guard{driving_};
     while (!closed_) {
+        if (woken_) {
+            woken_ = false;
+            fresh = true;
+        }
         if (fresh && in_len_ != 0 && !session_.closing() && !session_.has_file()) {
             if (!out_) out_ = out_buffers::take();
             const auto before = session_.requests();
             std::size_t used = 0;
-            if (access_log* log = owner_.settings().access) {
+            if (access_log* log = ctx_.settings.access) {
                 connection_log entry(*log, fd_);
-                used = session_.consume(in_->bytes.data(), in_len_, *out_, owner_.date().value(),
-                                        &entry);
+                used =
+                    session_.consume(in_->bytes.data(), in_len_, *out_, ctx_.date.value(), &entry);
             } else {
-                used = session_.consume(in_->bytes.data(), in_len_, *out_, owner_.date().value());
+                used = session_.consume(in_->bytes.data(), in_len_, *out_, ctx_.date.value());
             }
-            owner_.metrics().requests.add(static_cast<std::int64_t>(session_.requests() - before));
+            ctx_.metrics.requests.add(static_cast<std::int64_t>(session_.requests() - before));
             if (used != 0) {
                 in_len_ -= static_cast<std::uint32_t>(used);
                 if (in_len_ != 0)
@@ -109,15 +140,17 @@ void connection::drive() {
         fresh = false;
         if (out_ && out_off_ < out_->size()) {
             if (!write_pending()) return;
+            session_.output_drained();
             fresh = true;
             continue;
         }
+        if (woken_) continue;
         if (session_.has_file()) {
             if (!send_file()) return;
             fresh = true;
             continue;
         }
-        if (session_.closing()) {
+        if (session_.closing() && !session_.answering()) {
             finish();
             if (closed_) return;
         }
@@ -126,6 +159,14 @@ void connection::drive() {
             return;
         }
         if (!readable_) {
+            wait(false);
+            return;
+        }
+        if (in_ && in_len_ == in_->bytes.size() &&
+            session_.current_phase() != http::session::phase::headers &&
+            (session_.body_paused() || session_.current_phase() == http::session::phase::waiting)) {
+            // The handler holds the request and the buffer is full (a paused body, or
+            // pipelined requests behind an answer still to come): read again when it is done.
             wait(false);
             return;
         }
@@ -139,7 +180,7 @@ void connection::drive() {
 bool connection::read_some() {
     if (!in_) {
         in_ = in_buffers::take();
-        in_->bytes.resize(owner_.settings().in_buffer_bytes);
+        in_->bytes.resize(ctx_.settings.in_buffer_bytes);
     }
     const std::size_t space = in_->bytes.size() - in_len_;
     if (space == 0) {
@@ -213,7 +254,7 @@ bool connection::send_file() {
         if (sent >= file_bytes_per_pass) {
             // Still writable, so no edge will come: come back through the loop's queue.
             wait(true);
-            boost::asio::post(owner_.io(),
+            boost::asio::post(ctx_.io,
                               [self = connection_ptr(this)] { self->on_events(EPOLLOUT); });
             return false;
         }
@@ -263,6 +304,9 @@ void connection::wait(bool writable) {
         enter(conn_phase::send, true);
     } else if (phase_ == conn_phase::linger) {
         // stays in linger: a total deadline
+    } else if (session_.body_paused() ||
+               session_.current_phase() == http::session::phase::waiting) {
+        enter(conn_phase::waiting, false); // the handler has it: its own timeouts bound it
     } else if (session_.current_phase() == http::session::phase::body) {
         enter(conn_phase::body, true);
     } else if (in_len_ != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
@@ -277,22 +321,35 @@ void connection::wait(bool writable) {
 }
 
 void connection::enter(conn_phase p, bool touch_if_same) {
-    const worker_settings& s = owner_.settings();
+    const worker_settings& s = ctx_.settings;
     if (p != phase_) {
-        worker_metrics& m = owner_.metrics();
+        worker_metrics& m = ctx_.metrics;
         m.phases[static_cast<std::size_t>(phase_)].add(-1);
         m.phases[static_cast<std::size_t>(p)].add();
     }
     const bool same = p == phase_ && idle_.enrolled();
     phase_ = p;
     if (!s.timeouts) return;
+    if (p == conn_phase::waiting) {
+        timeout_registry::unenroll(idle_);
+        return;
+    }
     const timeouts::clock::duration d = s.timeout_for(p);
     if (same && idle_.idle_timeout() == d) {
         if (touch_if_same) timeout_registry::touch(idle_);
         return;
     }
     // A new phase, or a reload changed this phase's duration: move lists.
-    owner_.registry().enroll(idle_, d);
+    ctx_.registry.enroll(idle_, d);
+}
+
+void connection::leave_timeouts() noexcept {
+    timeout_registry::unenroll(idle_);
+}
+
+void connection::join_timeouts() {
+    if (closed_ || phase_ == conn_phase::waiting) return;
+    ctx_.registry.enroll(idle_, ctx_.settings.timeout_for(phase_));
 }
 
 void connection::on_timeout() noexcept {
@@ -308,7 +365,7 @@ void connection::on_timeout() noexcept {
                 if (!out_) out_ = out_buffers::take();
                 out_->erase(0, out_off_);
                 out_off_ = 0;
-                session_.fail(408, *out_, owner_.date().value());
+                session_.fail(408, *out_, ctx_.date.value());
                 [[maybe_unused]] const ssize_t n =
                     ::send(fd_, out_->data(), out_->size(), MSG_NOSIGNAL);
             } catch (...) {
@@ -328,6 +385,7 @@ void connection::on_timeout() noexcept {
         return;
     }
     case conn_phase::linger:
+    case conn_phase::waiting:
     case conn_phase::count_:
         close(close_reason::done);
         return;
@@ -338,22 +396,24 @@ void connection::close(close_reason why) noexcept {
     if (closed_) return;
     closed_ = true;
     want_read_ = want_write_ = false;
+    live.unlink();
+    session_.abort(); // a handler answering later stops and lets go of the request
     timeout_registry::unenroll(idle_);
     ::close(fd_);                                  // also leaves the poller's set
     if (session_.has_file()) session_.file_done(); // its descriptor too, not when we are freed
     release_buffers();
-    owner_.date().release();
+    ctx_.date.release();
     // Counted once the descriptor is really gone, so "open" never runs ahead of the kernel.
-    worker_metrics& m = owner_.metrics();
+    worker_metrics& m = ctx_.metrics;
     m.closed(why);
     m.phases[static_cast<std::size_t>(phase_)].add(-1);
     m.open.add(-1);
-    owner_.connection_closed();
+    ctx_.on_closed(ctx_.worker);
     // Hand the accept's reference to a posted handler: the object outlives the event batch or
     // expiry round that is closing it, and goes right after. If the io_context is being torn
     // down, the handler is destroyed unrun, which frees it all the same.
     try {
-        boost::asio::post(owner_.io(), [self = connection_ptr(this, false)] {});
+        boost::asio::post(ctx_.io, [self = connection_ptr(this, false)] {});
     } catch (...) {
         intrusive_ptr_release(this); // could not defer: the caller holds no reference to us
     }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "close_reason.hpp"
+#include "connection_context.hpp"
 #include "poller.hpp"
 #include "worker_metrics.hpp"
 
@@ -17,7 +18,6 @@
 
 namespace tarry::server {
 
-class worker;
 class connection;
 using connection_ptr = boost::intrusive_ptr<connection>;
 
@@ -41,20 +41,26 @@ struct in_buffer {
 ///   send       - between two writes of a response the client is not draining; touched on progress
 ///   keep_alive - idle between requests; touched when a response is fully written
 ///   linger     - after an error response, reading and discarding until the client closes
+///   waiting    - in no list: the request is read and its handler answers later (the handler's
+///                own timeouts, such as an upstream's, bound the wait)
+///
+/// Besides, it is linked into its worker's list of live connections from start() to close().
 ///
 /// Lifetime: the worker's accept gives it one reference, which close() hands to a posted
 /// handler, so the object outlives the event batch or expiry round that closed it. The count is
 /// intrusive and single-threaded: a connection never leaves its worker's thread.
 class connection : public pollable,
+                   public http::session_transport,
                    public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
     /// Takes ownership of `fd` (connected, non-blocking).
-    connection(worker& owner, int fd);
+    connection(const connection_context& ctx, int fd);
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
     ~connection();
 
-    /// Registers with the poller and waits for the first request.
+    /// Registers with the poller and waits for the first request. Throws std::bad_alloc if the
+    /// connection cannot be enrolled; the caller then closes it.
     void start();
     void on_events(std::uint32_t events) noexcept override;
 
@@ -63,6 +69,10 @@ public:
     void drain() noexcept;
     /// Closes now, whatever the phase.
     void close(close_reason why) noexcept;
+    /// A reload turned timeouts off: leave the list (none of its deadlines applies any more).
+    void leave_timeouts() noexcept;
+    /// A reload turned timeouts on: join the list of the current phase, from now.
+    void join_timeouts();
 
     [[nodiscard]] conn_phase phase() const noexcept { return phase_; }
     /// Whether closing it now loses nothing: waiting for a request with no byte of it received.
@@ -71,8 +81,15 @@ public:
     /// The connection whose idle_entry this is (for walking a timeout list).
     static connection& from(void* context) noexcept { return *static_cast<connection*>(context); }
 
+    live_hook live; ///< in the worker's list of live connections
+
+    // http::session_transport: a handler that answers later writes through these.
+    std::string& output() override;
+    std::string_view date() noexcept override;
+    void wake() noexcept override;
+
 private:
-    void drive();
+    void drive(bool fresh = true);
     bool read_some();
     bool write_pending();
     bool send_file();
@@ -83,7 +100,7 @@ private:
     void release_buffers() noexcept;
     void nodelay() noexcept;
 
-    worker& owner_;
+    const connection_context& ctx_;
     timeouts::idle_entry idle_;
     http::session session_;
     std::unique_ptr<in_buffer> in_;    ///< request bytes; only while a request is in progress
@@ -100,6 +117,14 @@ private:
     bool nodelay_ = false;  ///< TCP_NODELAY is set (from the first keep-alive or file on)
     bool want_read_ = false;
     bool want_write_ = false;
+    bool driving_ = false; ///< drive() is on the stack: a wake() only asks it to parse again
+    bool woken_ = false;
 };
+
+/// The worker's live connections (unlinked automatically when a connection is freed).
+using live_connections =
+    boost::intrusive::list<connection,
+                           boost::intrusive::member_hook<connection, live_hook, &connection::live>,
+                           boost::intrusive::constant_time_size<false>>;
 
 } // namespace tarry::server

@@ -1,7 +1,5 @@
 #include "listener.hpp"
 
-#include "worker.hpp"
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,8 +20,9 @@ tcp::endpoint endpoint_of(const listen_address& addr) {
     return {ip, addr.port};
 }
 
-listener::listener(worker& owner, const listen_address& addr)
-    : owner_(owner), addr_(addr), retry_(owner.io()) {
+listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
+                   accept_target& target, const listen_address& addr)
+    : poll_(poll), metrics_(metrics), target_(target), addr_(addr), retry_(io) {
     const tcp::endpoint ep = endpoint_of(addr);
     const std::string where = addr.host + ":" + std::to_string(addr.port);
     const auto fail = [&](const char* what) {
@@ -56,7 +55,7 @@ tcp::endpoint listener::local_endpoint() const {
 }
 
 void listener::start() {
-    if (!owner_.poll().add(fd_, *this, EPOLLIN))
+    if (!poll_.add(fd_, *this, EPOLLIN))
         throw std::system_error(errno, std::generic_category(), "epoll_ctl");
     // Connections that queued before this are reported too: adding a ready descriptor to an
     // epoll set raises its edge.
@@ -75,20 +74,20 @@ void listener::on_events(std::uint32_t) noexcept {
 
 void listener::accept_all() noexcept {
     while (fd_ >= 0) {
-        if (owner_.at_connection_limit() && !owner_.relieve_pressure()) {
+        if (target_.at_connection_limit() && !target_.relieve_pressure()) {
             pause();
             return;
         }
         const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            owner_.accept(fd);
+            target_.accept(fd);
             continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
-        owner_.metrics().accept_errors.add();
+        metrics_.accept_errors.add();
         if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) &&
-            owner_.relieve_pressure())
+            target_.relieve_pressure())
             continue; // a descriptor was just freed
         pause();
         return;

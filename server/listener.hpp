@@ -2,6 +2,7 @@
 
 #include "config.hpp"
 #include "poller.hpp"
+#include "worker_metrics.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -10,7 +11,20 @@
 
 namespace tarry::server {
 
-class worker;
+/// What a listener hands its connections to, and asks for room: its worker.
+class accept_target {
+public:
+    virtual void accept(int fd) noexcept = 0;
+    [[nodiscard]] virtual bool at_connection_limit() const noexcept = 0;
+    /// Closes an idle connection to free a descriptor. Returns whether it did.
+    virtual bool relieve_pressure() noexcept = 0;
+
+protected:
+    accept_target() = default;
+    accept_target(const accept_target&) = default;
+    accept_target& operator=(const accept_target&) = default;
+    ~accept_target() = default;
+};
 
 /// One listening socket of one worker. Every worker binds the same address with SO_REUSEPORT,
 /// so the kernel spreads connections over workers and they share nothing.
@@ -22,7 +36,8 @@ class worker;
 class listener : public pollable, public std::enable_shared_from_this<listener> {
 public:
     /// Opens, binds and listens; throws std::system_error naming the address.
-    listener(worker& owner, const listen_address& addr);
+    listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
+             accept_target& target, const listen_address& addr);
     listener(const listener&) = delete;
     listener& operator=(const listener&) = delete;
     ~listener();
@@ -39,7 +54,9 @@ private:
     void accept_all() noexcept;
     void pause() noexcept;
 
-    worker& owner_;
+    poller& poll_;
+    worker_metrics& metrics_;
+    accept_target& target_;
     listen_address addr_;
     int fd_ = -1;
     boost::asio::steady_timer retry_;

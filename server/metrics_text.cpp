@@ -9,9 +9,6 @@
 namespace tarry::server {
 namespace {
 
-constexpr std::array<std::string_view, static_cast<std::size_t>(conn_phase::count_)> phase_names{
-    "header", "body", "send", "keep_alive", "linger"};
-
 void family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
     fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
@@ -54,9 +51,9 @@ std::string render_metrics(const std::vector<worker*>& ws,
                      return m.phases[static_cast<std::size_t>(conn_phase::keep_alive)].get();
                  }));
     family(out, "tarry_connections_by_phase", "gauge", "Connections open now, by phase.");
-    for (std::size_t p = 0; p < phase_names.size(); ++p)
+    for (std::size_t p = 0; p < conn_phase_names.size(); ++p)
         fmt::format_to(std::back_inserter(out), "tarry_connections_by_phase{{phase=\"{}\"}} {}\n",
-                       phase_names[p],
+                       conn_phase_names[p],
                        sum(ws, [p](worker_metrics& m) { return m.phases[p].get(); }));
     counter_line("tarry_requests_total", "counter", "Requests answered.",
                  sum(ws, [](worker_metrics& m) { return m.requests.get(); }));

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <future>
 
@@ -27,17 +28,17 @@ std::string to_string(const boost::asio::ip::tcp::endpoint& ep) {
 
 } // namespace
 
-server::server(config cfg, std::vector<std::string> args)
-    : cfg_(std::move(cfg)), args_(std::move(args)), worker_count_(worker_count(cfg_)),
-      signals_(io_, SIGINT, SIGTERM, SIGHUP) {
+server::server(config cfg, std::vector<std::string> args, std::vector<custom_route> custom)
+    : cfg_(std::move(cfg)), args_(std::move(args)), custom_(std::move(custom)),
+      worker_count_(worker_count(cfg_)), signals_(io_, SIGINT, SIGTERM, SIGHUP) {
     // send() is called with MSG_NOSIGNAL, but sendfile() has no such flag: a client that resets
     // while a file streams would otherwise kill the process.
     std::signal(SIGPIPE, SIG_IGN);
-    if (cfg_.docroot) files_ = std::make_unique<http::static_files>(*cfg_.docroot);
-    if (cfg_.access_log) access_ = std::make_unique<access_log>(*cfg_.access_log);
-    for (unsigned i = 0; i < worker_count_; ++i)
-        workers_.push_back(
-            std::make_unique<worker>(i, cfg_, files_.get(), worker_count_, access_.get()));
+    if (cfg_.access_log) access_ = std::make_shared<access_log>(*cfg_.access_log);
+    for (unsigned i = 0; i < worker_count_; ++i) {
+        workers_.push_back(std::make_unique<worker>(i, cfg_, worker_count_, access_));
+        workers_.back()->set_router(build_router(cfg_, custom_, workers_.back()->handlers()));
+    }
     open_listeners(cfg_.listen);
     if (cfg_.admin_listen)
         admin_ = std::make_unique<admin>(io_, *cfg_.admin_listen, [this] { return metrics(); });
@@ -71,23 +72,29 @@ server::~server() {
     workers_.clear();
 }
 
-std::vector<listen_address> server::resolve_ports(const std::vector<listen_address>& addrs) const {
-    // Port 0 asks the kernel for a free port. Every worker must share it, so the first worker
-    // binds, and the others take the port it got.
-    std::vector<listen_address> resolved = addrs;
-    const auto eps = workers_.front()->endpoints();
-    for (std::size_t i = 0; i < resolved.size() && i < eps.size(); ++i)
-        if (resolved[i].port == 0) resolved[i].port = eps[i].port();
-    return resolved;
+void server::open_listeners(const std::vector<listen_address>& addrs) {
+    auto per_worker = new_listeners(addrs, {});
+    for (std::size_t w = 0; w < workers_.size(); ++w)
+        for (auto& l : per_worker[w])
+            workers_[w]->adopt(std::move(l));
 }
 
-void server::open_listeners(const std::vector<listen_address>& addrs) {
-    for (const auto& a : addrs)
-        workers_.front()->listen(a);
-    const auto resolved = resolve_ports(addrs);
+std::vector<std::vector<std::shared_ptr<listener>>>
+server::new_listeners(const std::vector<listen_address>& wanted,
+                      const std::vector<listen_address>& open) const {
+    std::vector<listen_address> fresh;
+    for (const auto& a : wanted)
+        if (std::find(open.begin(), open.end(), a) == open.end()) fresh.push_back(a);
+    std::vector<std::vector<std::shared_ptr<listener>>> per_worker(workers_.size());
+    for (const auto& a : fresh)
+        per_worker.front().push_back(workers_.front()->make_listener(a));
+    // Port 0: every worker takes the port the first one got.
+    for (std::size_t i = 0; i < fresh.size(); ++i)
+        if (fresh[i].port == 0) fresh[i].port = per_worker.front()[i]->local_endpoint().port();
     for (std::size_t w = 1; w < workers_.size(); ++w)
-        for (const auto& a : resolved)
-            workers_[w]->listen(a);
+        for (const auto& a : fresh)
+            per_worker[w].push_back(workers_[w]->make_listener(a));
+    return per_worker;
 }
 
 std::vector<boost::asio::ip::tcp::endpoint> server::endpoints() const {
@@ -163,7 +170,13 @@ std::future<bool> server::request_reload() {
 }
 
 bool server::reload() {
+    // Everything new is built before anything changes: a failure anywhere leaves the server as
+    // it was, and the next reload starts from the running state, not a half-applied one.
     config next;
+    std::vector<std::shared_ptr<http::router>> routers;
+    std::vector<std::vector<std::shared_ptr<listener>>> added;
+    std::shared_ptr<access_log> access = access_;
+    std::unique_ptr<admin> next_admin;
     try {
         if (!args_.empty()) {
             std::vector<const char*> argv;
@@ -176,19 +189,35 @@ bool server::reload() {
             spdlog::info("reload: no configuration file to re-read");
             return true;
         }
-        if (next.docroot != cfg_.docroot) {
-            old_files_.push_back(std::move(files_));
-            if (next.docroot) files_ = std::make_unique<http::static_files>(*next.docroot);
-        }
-        for (const auto& a : next.listen)
-            (void)endpoint_of(a);
+        for (auto& w : workers_)
+            routers.push_back(build_router(next, custom_, w->handlers()));
+        added = new_listeners(next.listen, cfg_.listen);
+        if (next.access_log != cfg_.access_log)
+            access = next.access_log ? std::make_shared<access_log>(*next.access_log) : nullptr;
+        if (next.admin_listen != cfg_.admin_listen && next.admin_listen)
+            next_admin =
+                std::make_unique<admin>(io_, *next.admin_listen, [this] { return metrics(); });
     } catch (const std::exception& e) {
         spdlog::error("reload rejected, keeping the running configuration: {}", e.what());
         return false;
     }
-    if (next.workers != cfg_.workers) spdlog::warn("reload: a new worker count needs a restart");
-    for (auto& w : workers_)
-        w->reload(next, files_.get(), worker_count_, access_.get());
+    if (next.workers != cfg_.workers) {
+        spdlog::warn("reload: workers = {} needs a restart; {} keep running", next.workers,
+                     worker_count_);
+    }
+    spdlog::set_level(spdlog::level::from_str(next.log_level));
+    if (next.admin_listen != cfg_.admin_listen) {
+        if (admin_) {
+            admin_->close();
+            old_admins_.push_back(std::move(admin_));
+        }
+        admin_ = std::move(next_admin);
+        if (admin_) admin_->start();
+    }
+    access_ = access;
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+        workers_[i]->reload(next, std::move(routers[i]), worker_count_, access_,
+                            std::move(added[i]));
     cfg_ = std::move(next);
     spdlog::info("reloaded configuration");
     return true;

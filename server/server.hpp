@@ -2,9 +2,8 @@
 
 #include "access_log.hpp"
 #include "config.hpp"
+#include "handlers.hpp"
 #include "worker.hpp"
-
-#include <tarry/http/static_files.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -25,8 +24,10 @@ class admin;
 /// (SIGTERM, SIGINT) or a reload (SIGHUP).
 class server {
 public:
-    /// Throws std::system_error / config_error if a listener cannot be opened.
-    explicit server(config cfg, std::vector<std::string> args = {});
+    /// Throws std::system_error / config_error if a listener cannot be opened. `custom` routes
+    /// are added to the configured ones in every worker.
+    explicit server(config cfg, std::vector<std::string> args = {},
+                    std::vector<custom_route> custom = {});
     server(const server&) = delete;
     server& operator=(const server&) = delete;
     ~server();
@@ -35,8 +36,9 @@ public:
     void run();
     /// Graceful stop, from any thread (what SIGTERM does).
     void stop();
-    /// Re-reads the configuration, from any thread (what SIGHUP does). Resolves to false,
-    /// keeping the old settings, if the new configuration is invalid.
+    /// Re-reads the configuration, from any thread (what SIGHUP does). All or nothing: the new
+    /// state (routes, listeners, access log, admin endpoint) is built whole first, and applied
+    /// only if all of it could be; otherwise it resolves to false and nothing changed.
     std::future<bool> request_reload();
 
     /// The addresses the main listeners are bound to (ports resolved), one per address.
@@ -51,19 +53,23 @@ private:
     void wait_signal();
     bool reload();
     void open_listeners(const std::vector<listen_address>& addrs);
-    std::vector<listen_address> resolve_ports(const std::vector<listen_address>& addrs) const;
+    /// For each worker, bound listeners for the addresses of `wanted` not in `open` (port 0:
+    /// every worker shares the port the first one got). Throws if one cannot be bound; what
+    /// was opened is closed again.
+    std::vector<std::vector<std::shared_ptr<listener>>>
+    new_listeners(const std::vector<listen_address>& wanted,
+                  const std::vector<listen_address>& open) const;
 
     config cfg_;
     std::vector<std::string> args_; ///< argv, to re-read the same file and flags on reload
+    std::vector<custom_route> custom_;
     unsigned worker_count_;
-    std::unique_ptr<http::static_files> files_;
-    std::unique_ptr<access_log> access_;
-    std::vector<std::unique_ptr<access_log>> old_access_;        ///< kept alive across reloads
-    std::vector<std::unique_ptr<http::static_files>> old_files_; ///< kept alive across reloads
-    boost::asio::io_context io_;                                 ///< signals and the admin endpoint
+    std::shared_ptr<access_log> access_;
+    boost::asio::io_context io_; ///< signals and the admin endpoint
     boost::asio::signal_set signals_;
     std::vector<std::unique_ptr<worker>> workers_;
     std::unique_ptr<admin> admin_;
+    std::vector<std::unique_ptr<admin>> old_admins_; ///< closed; their aborted accepts may run
     std::thread joiner_;
     bool stopping_ = false;
 };

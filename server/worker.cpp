@@ -8,13 +8,22 @@
 
 namespace tarry::server {
 
-worker::worker(unsigned index, const config& cfg, const http::static_files* files, unsigned workers,
-               access_log* access)
+worker::worker(unsigned index, const config& cfg, unsigned workers,
+               std::shared_ptr<access_log> access)
     // Only this worker's thread touches its sockets, so the reactor may skip its per-descriptor
     // locks; other threads still post to the scheduler, which stays locked.
     : index_(index), io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO), registry_(io_, cfg.expire_batch),
-      date_(io_), poller_(io_), settings_(worker_settings::from(cfg, files, workers, access)),
-      drain_timer_(io_) {}
+      date_(io_), poller_(io_),
+      settings_(worker_settings::from(cfg, nullptr, workers, access.get())),
+      access_(std::move(access)),
+      ctx_{io_, registry_, date_, poller_, settings_, metrics_, &worker::on_connection_closed,
+           this},
+      handlers_{io_, registry_, poller_}, drain_timer_(io_) {}
+
+void worker::set_router(std::shared_ptr<http::router> r) {
+    router_ = std::move(r);
+    settings_.session.routes = router_.get();
+}
 
 worker::~worker() {
     join();
@@ -30,8 +39,8 @@ worker::~worker() {
     io_.poll(); // frees the connections closed above
 }
 
-void worker::listen(const listen_address& addr) {
-    listeners_.push_back(std::make_shared<listener>(*this, addr));
+std::shared_ptr<listener> worker::make_listener(const listen_address& addr) {
+    return std::make_shared<listener>(io_, poller_, metrics_, *this, addr);
 }
 
 std::vector<boost::asio::ip::tcp::endpoint> worker::endpoints() const {
@@ -56,28 +65,43 @@ void worker::post(std::function<void()> f) {
     boost::asio::post(io_, std::move(f));
 }
 
-void worker::accept(int fd) {
+void worker::accept(int fd) noexcept {
     metrics_.accepted.add();
     ++connections_;
     connection* c = nullptr;
     try {
-        c = new connection(*this, fd);
+        c = new connection(ctx_, fd);
     } catch (...) {
         ::close(fd);
         --connections_;
         return;
     }
     intrusive_ptr_add_ref(c); // the connection's own reference, handed back by close()
-    c->start();
+    live_.push_back(*c);
+    try {
+        c->start();
+    } catch (...) {
+        c->close(close_reason::error); // out of memory enrolling it: refuse this one, live on
+    }
 }
 
-void worker::connection_closed() noexcept {
-    --connections_;
-    if (stopping_ && connections_ == 0) finish_stop();
+void worker::on_connection_closed(void* self) noexcept {
+    auto& w = *static_cast<worker*>(self);
+    --w.connections_;
+    if (w.stopping_ && w.connections_ == 0) w.finish_stop();
 }
 
 bool worker::relieve_pressure() noexcept {
-    if (!settings_.timeouts) return false;
+    if (!settings_.timeouts) {
+        // No idle order is kept: reclaim any idle keep-alive connection.
+        for (connection& c : live_) {
+            if (c.phase() == conn_phase::keep_alive) {
+                c.close(close_reason::pressure);
+                return true;
+            }
+        }
+        return false;
+    }
     // The front of the keep-alive list is the connection that has been idle longest.
     if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
         for (timeouts::idle_entry* e = l->front(); e != nullptr;
@@ -93,12 +117,11 @@ bool worker::relieve_pressure() noexcept {
 }
 
 std::vector<connection_ptr> worker::all_connections() {
-    // Every connection is in exactly one timeout list, so the lists are the connection table.
+    // References first: closing one may free it, and unlinks it from the list being walked.
     std::vector<connection_ptr> all;
-    registry_.for_each_list([&](timeouts::idle_list& l) {
-        for (timeouts::idle_entry* e = l.front(); e != nullptr; e = timeouts::idle_list::next(*e))
-            all.emplace_back(&connection::from(e->context()));
-    });
+    all.reserve(connections_);
+    for (connection& c : live_)
+        all.emplace_back(&c);
     return all;
 }
 
@@ -108,11 +131,6 @@ void worker::stop(duration drain) {
         stopping_ = true;
         for (auto& l : listeners_)
             l->close();
-        if (!settings_.timeouts) {
-            // Connections are in no list to be found by: nothing to drain gracefully.
-            io_.stop();
-            return;
-        }
         for (auto& c : all_connections())
             c->drain();
         if (connections_ == 0) {
@@ -134,36 +152,54 @@ void worker::finish_stop() noexcept {
     poller_.stop();
 }
 
-void worker::reload(const config& cfg, const http::static_files* files, unsigned workers,
-                    access_log* access) {
-    post([this, cfg, files, workers, access] {
+void worker::reload(const config& cfg, std::shared_ptr<http::router> routes, unsigned workers,
+                    std::shared_ptr<access_log> access,
+                    std::vector<std::shared_ptr<listener>> added) {
+    post([this, cfg, routes = std::move(routes), workers, access = std::move(access),
+          added = std::move(added)]() mutable {
         if (stopping_) return;
         const worker_settings old = settings_;
-        settings_ = worker_settings::from(cfg, files, workers, access);
+        settings_ = worker_settings::from(cfg, routes.get(), workers, access.get());
+        access_ = std::move(access); // the old log is closed once no worker writes to it
+        // The old routes go now; a request answered later still holds its own handler.
+        router_ = std::move(routes);
         registry_.set_expire_batch(cfg.expire_batch);
-        // Connections waiting idle move to the new duration keeping the time already waited;
-        // the others pick up their new durations at their next phase change.
-        if (settings_.timeouts && old.keep_alive != settings_.keep_alive)
+        if (old.timeouts && !settings_.timeouts) {
+            // Nothing is enforced any more: leave every list, or an active connection would
+            // still be closed at the deadline it had.
+            for (connection& c : live_)
+                c.leave_timeouts();
+        } else if (!old.timeouts && settings_.timeouts) {
+            for (auto& c : all_connections()) {
+                try {
+                    c->join_timeouts();
+                } catch (...) {
+                    c->close(close_reason::error); // cannot be bounded: do not keep it
+                }
+            }
+        } else if (settings_.timeouts && old.keep_alive != settings_.keep_alive) {
+            // Connections waiting idle move to the new duration keeping the time already
+            // waited; the others pick up their new durations at their next phase change.
             registry_.retime(old.keep_alive, settings_.keep_alive);
-        sync_listeners(cfg.listen);
+        }
+        sync_listeners(cfg.listen, added);
     });
 }
 
-void worker::sync_listeners(const std::vector<listen_address>& wanted) {
+void worker::sync_listeners(const std::vector<listen_address>& wanted,
+                            std::vector<std::shared_ptr<listener>>& added) {
     std::erase_if(listeners_, [&](const std::shared_ptr<listener>& l) {
         if (std::find(wanted.begin(), wanted.end(), l->address()) != wanted.end()) return false;
         l->close();
         return true;
     });
-    for (const auto& addr : wanted) {
-        const bool have = std::any_of(listeners_.begin(), listeners_.end(),
-                                      [&](const auto& l) { return l->address() == addr; });
-        if (have) continue;
+    // The server bound these already (all or nothing); starting only registers them.
+    for (auto& l : added) {
         try {
-            listen(addr);
-            listeners_.back()->start();
+            l->start();
+            listeners_.push_back(std::move(l));
         } catch (const std::exception&) {
-            metrics_.accept_errors.add(); // reported by the server, which checked it first
+            metrics_.accept_errors.add(); // out of memory registering it: it stays closed
         }
     }
 }

@@ -2,6 +2,8 @@
 
 #include "config.hpp"
 #include "connection.hpp"
+#include "connection_context.hpp"
+#include "handlers.hpp"
 #include "listener.hpp"
 #include "poller.hpp"
 #include "worker_metrics.hpp"
@@ -27,26 +29,35 @@ namespace tarry::server {
 /// A worker's thread returns from run() by itself once it is stopping and its last connection
 /// is gone: nothing idle keeps the loop alive (empty timeout lists hold no timer, the Date
 /// clock stops), so a graceful stop needs no io_context::stop().
-class worker {
+class worker final : public accept_target {
 public:
-    worker(unsigned index, const config& cfg, const http::static_files* files, unsigned workers,
-           access_log* access);
+    worker(unsigned index, const config& cfg, unsigned workers, std::shared_ptr<access_log> access);
     worker(const worker&) = delete;
     worker& operator=(const worker&) = delete;
     ~worker();
 
-    /// Before start(): opens a listener. Throws std::system_error if it cannot.
-    void listen(const listen_address& addr);
+    /// Before start(): takes a listener made by make_listener().
+    void adopt(std::shared_ptr<listener> l) { listeners_.push_back(std::move(l)); }
+    /// A bound listener for this worker, not yet started (for reload() to adopt). Throws
+    /// std::system_error if it cannot be bound.
+    [[nodiscard]] std::shared_ptr<listener> make_listener(const listen_address& addr);
     /// The local endpoint of each listener (after listen(); ports resolved).
     [[nodiscard]] std::vector<boost::asio::ip::tcp::endpoint> endpoints() const;
+
+    /// Before start(): the routes requests go to. Later, reload() swaps them.
+    void set_router(std::shared_ptr<http::router> r);
+    /// The context this worker's handlers are built with (they run on its thread only).
+    [[nodiscard]] handler_context& handlers() noexcept { return handlers_; }
 
     void start();
     void join();
 
     // Thread-safe: posted to the worker's thread.
     void stop(duration drain);
-    void reload(const config& cfg, const http::static_files* files, unsigned workers,
-                access_log* access);
+    /// Applies a configuration checked and built by the server: nothing here can fail but the
+    /// opening of a new listener address, which the server has bound once already.
+    void reload(const config& cfg, std::shared_ptr<http::router> routes, unsigned workers,
+                std::shared_ptr<access_log> access, std::vector<std::shared_ptr<listener>> added);
     void post(std::function<void()> f);
 
     // The worker's own thread.
@@ -59,19 +70,21 @@ public:
     [[nodiscard]] unsigned index() const noexcept { return index_; }
     [[nodiscard]] std::size_t connections() const noexcept { return connections_; }
 
+    // accept_target: what the listeners call.
     /// A new client socket (non-blocking): becomes a connection.
-    void accept(int fd);
-    void connection_closed() noexcept;
-    [[nodiscard]] bool at_connection_limit() const noexcept {
+    void accept(int fd) noexcept override;
+    [[nodiscard]] bool at_connection_limit() const noexcept override {
         return settings_.max_connections != 0 && connections_ >= settings_.max_connections;
     }
     /// Closes the longest-idle keep-alive connection, if any. Returns whether it did.
-    bool relieve_pressure() noexcept;
+    bool relieve_pressure() noexcept override;
 
 private:
+    static void on_connection_closed(void* self) noexcept;
     std::vector<connection_ptr> all_connections();
     void finish_stop() noexcept;
-    void sync_listeners(const std::vector<listen_address>& wanted);
+    void sync_listeners(const std::vector<listen_address>& wanted,
+                        std::vector<std::shared_ptr<listener>>& added);
 
     unsigned index_;
     boost::asio::io_context io_;
@@ -80,6 +93,11 @@ private:
     poller poller_;
     worker_settings settings_;
     worker_metrics metrics_;
+    std::shared_ptr<http::router> router_; ///< requests in flight keep their handler alive
+    std::shared_ptr<access_log> access_;
+    connection_context ctx_;
+    handler_context handlers_;
+    live_connections live_;
     std::vector<std::shared_ptr<listener>> listeners_;
     boost::asio::steady_timer drain_timer_;
     std::thread thread_;

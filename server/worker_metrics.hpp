@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 
 namespace tarry::server {
 
@@ -22,7 +23,13 @@ private:
 };
 
 /// What each connection phase is; gauges count connections in each.
-enum class conn_phase : std::size_t { header, body, send, keep_alive, linger, count_ };
+enum class conn_phase : std::size_t { header, body, send, keep_alive, linger, waiting, count_ };
+
+/// The name of each phase, for metrics; tied to the enum's size.
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(conn_phase::count_)>
+    conn_phase_names{"header", "body", "send", "keep_alive", "linger", "waiting"};
+// A std::array with too few initialisers compiles: an empty last name means one is missing.
+static_assert(!conn_phase_names.back().empty());
 
 struct worker_metrics {
     counter accepted;

@@ -11,7 +11,7 @@ unsigned advertised_keep_alive(timeouts::clock::duration keep_alive) noexcept {
     return s > 0 ? static_cast<unsigned>(s) : 0;
 }
 
-worker_settings worker_settings::from(const config& cfg, const http::static_files* files,
+worker_settings worker_settings::from(const config& cfg, const http::router* routes,
                                       unsigned workers, access_log* access) {
     worker_settings s;
     s.access = access;
@@ -21,7 +21,7 @@ worker_settings worker_settings::from(const config& cfg, const http::static_file
     // Advertised even when enforcement is off (a measuring mode): the responses stay byte for
     // byte the same, so only the cost of enforcing timeouts is compared.
     s.session.keep_alive_timeout_s = advertised_keep_alive(cfg.keep_alive_timeout);
-    s.session.files = files;
+    s.session.routes = routes;
     // The server starts the keep-alive clock when the response's last byte is handed to the
     // kernel; the client starts its own when it has read it, a scheduling delay later (tens of
     // microseconds on loopback, a few milliseconds under load). Counting from 2 ms after the

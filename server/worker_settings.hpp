@@ -3,6 +3,7 @@
 #include "config.hpp"
 #include "worker_metrics.hpp"
 
+#include <tarry/http/router.hpp>
 #include <tarry/http/session.hpp>
 #include <tarry/timeouts/idle_entry.hpp>
 
@@ -37,14 +38,15 @@ struct worker_settings {
         case conn_phase::keep_alive:
             return keep_alive;
         case conn_phase::linger:
+        case conn_phase::waiting:
         case conn_phase::count_:
             break;
         }
         return linger;
     }
 
-    static worker_settings from(const config& cfg, const http::static_files* files,
-                                unsigned workers, class access_log* access = nullptr);
+    static worker_settings from(const config& cfg, const http::router* routes, unsigned workers,
+                                class access_log* access = nullptr);
 };
 
 /// Whole seconds to advertise in `Keep-Alive: timeout=N`: a second below what the server really

@@ -1,5 +1,6 @@
 #include <ostream> // boost/core/detail/string_view.hpp (1.81) needs it complete
 
+#include <tarry/http/files_handler.hpp>
 #include <tarry/http/session.hpp>
 #include <tarry/http/static_files.hpp>
 
@@ -259,7 +260,8 @@ protected:
     void SetUp() override {
         StaticFilesTest::SetUp();
         settings.keep_alive_timeout_s = 9;
-        settings.files = &*files;
+        routes.add("/", std::make_shared<files_handler>(root));
+        settings.routes = &routes;
     }
 
     std::string consume(session& s, std::string_view input, std::size_t* used = nullptr) {
@@ -281,6 +283,7 @@ protected:
         return s;
     }
 
+    router routes;
     session_settings settings;
 };
 

@@ -5,6 +5,7 @@
 #include <tarry/server/server.hpp>
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -309,6 +310,168 @@ TEST(AccessLogTest, OneCommonLogFormatLinePerResponse) {
     EXPECT_NE(first.find("+0000] \"GET /a?b HTTP/1.1\" 200 13"), std::string::npos) << first;
     EXPECT_NE(second.find("\"HEAD / HTTP/1.0\" 200 0"), std::string::npos) << second;
     std::filesystem::remove(file);
+}
+
+// ---- Reload is all or nothing ----
+
+std::size_t open_fds() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+        ++n;
+    return n;
+}
+
+class ReloadAllOrNothingTest : public ReloadTest {
+protected:
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("tarry_roots_" + std::to_string(::getpid()));
+    std::uint16_t port = free_port();
+
+    void SetUp() override {
+        std::filesystem::create_directories(dir / "a");
+        std::filesystem::create_directories(dir / "b");
+        std::ofstream(dir / "a" / "which.txt") << "a";
+        std::ofstream(dir / "b" / "which.txt") << "b";
+    }
+    void TearDown() override {
+        ReloadTest::TearDown();
+        std::filesystem::remove_all(dir);
+    }
+    std::string listen_line() const {
+        return "listen = \"127.0.0.1:" + std::to_string(port) + "\"\n";
+    }
+    std::string body_of(const std::string& path) const {
+        test_client c(port);
+        c.send("GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n");
+        auto r = c.read_response();
+        return r ? r->body : "(no response)";
+    }
+};
+
+TEST_F(ReloadAllOrNothingTest, ARejectedDocrootLeavesTheOldOneAndALaterReloadWorks) {
+    write(listen_line() + "docroot = \"" + (dir / "a").string() + "\"\n");
+    start();
+    EXPECT_EQ(body_of("/which.txt"), "a");
+
+    write(listen_line() + "docroot = \"" + (dir / "missing").string() + "\"\n");
+    EXPECT_FALSE(srv->request_reload().get());
+    EXPECT_EQ(body_of("/which.txt"), "a"); // still the files, not Hello, World!
+
+    // The next good reload starts from the running state, not from a half-applied one.
+    write(listen_line() + "docroot = \"" + (dir / "a").string() +
+          "\"\nkeep_alive_timeout = \"9s\"\n");
+    ASSERT_TRUE(srv->request_reload().get());
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(body_of("/which.txt"), "a");
+
+    write(listen_line() + "docroot = \"" + (dir / "b").string() + "\"\n");
+    ASSERT_TRUE(srv->request_reload().get());
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(body_of("/which.txt"), "b");
+}
+
+TEST_F(ReloadAllOrNothingTest, AnUnbindableAddressIsRejectedAndNothingChanges) {
+    // Another socket holds this port without SO_REUSEPORT: binding it must fail.
+    const int blocker = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(blocker, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(blocker, 1), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(blocker, reinterpret_cast<sockaddr*>(&a), &len);
+    const auto taken = ntohs(a.sin_port);
+
+    write(listen_line() + "docroot = \"" + (dir / "a").string() + "\"\n");
+    start();
+    write("listen = \"127.0.0.1:" + std::to_string(taken) + "\"\ndocroot = \"" +
+          (dir / "b").string() + "\"\n");
+    EXPECT_FALSE(srv->request_reload().get());
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(body_of("/which.txt"), "a"); // still listening where it was, with the old root
+    EXPECT_EQ(srv->current_config().docroot, dir / "a");
+    ::close(blocker);
+}
+
+TEST_F(ReloadAllOrNothingTest, DocrootChangesReleaseTheOldRoot) {
+    write(listen_line() + "docroot = \"" + (dir / "a").string() + "\"\n");
+    start();
+    EXPECT_EQ(body_of("/which.txt"), "a");
+    const std::size_t before = open_fds();
+    for (int i = 0; i < 6; ++i) {
+        write(listen_line() + "docroot = \"" + (dir / (i % 2 == 0 ? "b" : "a")).string() + "\"\n");
+        ASSERT_TRUE(srv->request_reload().get());
+        std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(body_of("/which.txt"), "a");
+    EXPECT_LE(open_fds(), before + 1); // the test client may still be closing
+}
+
+TEST_F(ReloadAllOrNothingTest, TimeoutsTurnedOffLeaveTheOldDeadlines) {
+    write(listen_line() + "keep_alive_timeout = \"400ms\"\n");
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send(get));
+    ASSERT_TRUE(c.read_response());
+    write(listen_line() + "keep_alive_timeout = \"400ms\"\ntimeouts = false\n");
+    ASSERT_TRUE(srv->request_reload().get());
+    EXPECT_FALSE(c.wait_closed(1200ms)); // past the old deadline, still open
+    ASSERT_TRUE(c.send(get));
+    EXPECT_TRUE(c.read_response());
+
+    // And on again: the idle connection is bounded again, from now.
+    write(listen_line() + "keep_alive_timeout = \"400ms\"\n");
+    ASSERT_TRUE(srv->request_reload().get());
+    EXPECT_TRUE(c.wait_closed(5s));
+}
+
+TEST_F(ReloadAllOrNothingTest, AccessLogAndAdminAddressFollowTheFile) {
+    const auto log = dir / "access.log";
+    const auto admin_port = free_port();
+    write(listen_line());
+    start();
+    EXPECT_FALSE(srv->admin_endpoint());
+    write(listen_line() + "access_log = \"" + log.string() + "\"\nadmin_listen = \"127.0.0.1:" +
+          std::to_string(admin_port) + "\"\nlog_level = \"warn\"\n");
+    ASSERT_TRUE(srv->request_reload().get());
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(body_of("/logged"), "Hello, World!");
+    ASSERT_TRUE(srv->admin_endpoint());
+    EXPECT_EQ(srv->admin_endpoint()->port(), admin_port);
+    EXPECT_EQ(http_get(admin_port, "/healthz").substr(0, 3), "200");
+    EXPECT_EQ(spdlog::get_level(), spdlog::level::warn);
+    spdlog::set_level(spdlog::level::info);
+    srv->stop();
+    runner.join();
+    srv.reset();
+    std::ifstream in(log);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_NE(line.find("\"GET /logged HTTP/1.1\" 200 13"), std::string::npos) << line;
+}
+
+TEST(NoTimeoutsTest, StopStillFindsEveryConnection) {
+    const std::size_t before = open_fds();
+    {
+        server::config cfg;
+        cfg.listen = {{"127.0.0.1", 0}};
+        cfg.workers = 1;
+        cfg.timeouts = false;
+        cfg.drain_timeout = 200ms;
+        server::server srv(cfg);
+        std::thread runner([&] { srv.run(); });
+        test_client idle(srv.endpoints().at(0).port());
+        ASSERT_TRUE(idle.send(get));
+        ASSERT_TRUE(idle.read_response());
+        test_client partial(srv.endpoints().at(0).port());
+        ASSERT_TRUE(partial.send("GET / HTTP/1.1\r\n"));
+        std::this_thread::sleep_for(50ms);
+        srv.stop();
+        runner.join(); // returns: nothing was left behind unfound
+        EXPECT_TRUE(idle.wait_closed(2s));
+        EXPECT_TRUE(partial.wait_closed(2s));
+    }
+    EXPECT_EQ(open_fds(), before);
 }
 
 } // namespace

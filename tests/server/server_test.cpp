@@ -2,6 +2,7 @@
 // is one-sided with generous slack: "not before the deadline" is exact, "soon after" allows
 // seconds, so a loaded machine makes these slower, never red.
 #include "test_client.hpp"
+#include "test_handlers.hpp"
 
 #include <tarry/server/server.hpp>
 
@@ -29,6 +30,8 @@ std::int64_t closes(server::server& s, close_reason r) {
 class ServerTest : public ::testing::Test {
 protected:
     config cfg;
+    std::vector<server::custom_route> custom; ///< routes to test handlers, added to cfg's
+    handler_counts counts;
     std::unique_ptr<server::server> srv;
     std::thread runner;
     std::uint16_t port = 0;
@@ -40,7 +43,7 @@ protected:
     }
 
     void start() {
-        srv = std::make_unique<server::server>(cfg);
+        srv = std::make_unique<server::server>(cfg, std::vector<std::string>{}, custom);
         port = srv->endpoints().at(0).port();
         runner = std::thread([this] { srv->run(); });
     }
@@ -163,10 +166,13 @@ TEST_F(ServerTest, NothingSentIsClosedSilentlyAtHeaderTimeout) {
 
 TEST_F(ServerTest, StalledBodyGets408AtBodyTimeout) {
     cfg.body_timeout = 250ms;
+    custom.push_back({"/upload", [this](server::handler_context& h) {
+                          return std::make_shared<upload_counter>(h.io, 1 << 20, counts);
+                      }});
     start();
     test_client c(port);
     const auto sent = steady::now(); // before the server can have read the last body byte
-    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc"));
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc"));
     auto r = c.read_response(5s);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 408);
@@ -318,17 +324,21 @@ INSTANTIATE_TEST_SUITE_P(
         bad_request{"G\x01T / HTTP/1.1\r\nHost: a\r\n\r\n", 400}));
 
 TEST_F(ServerTest, ExpectContinue) {
+    custom.push_back({"/upload", [this](server::handler_context& h) {
+                          return std::make_shared<upload_counter>(h.io, 1 << 20, counts);
+                      }});
     start();
     test_client c(port);
-    ASSERT_TRUE(
-        c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+    ASSERT_TRUE(c.send(
+        "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
     auto interim = c.read_response();
     ASSERT_TRUE(interim);
     EXPECT_EQ(interim->status, 100);
     ASSERT_TRUE(c.send("hello"));
     auto r = c.read_response();
     ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 405);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "5");
     ASSERT_TRUE(c.send(get)); // the body was consumed: the connection is in step
     auto next = c.read_response();
     ASSERT_TRUE(next);
@@ -379,6 +389,154 @@ TEST_F(ServerTest, TwoWorkersShareOnePort) {
         ASSERT_TRUE(r);
         EXPECT_EQ(r->status, 200);
     }
+}
+
+// ---- Handlers that answer later (the handler seam) ----
+
+class AsyncHandlerTest : public ServerTest {
+protected:
+    void stream_route(slow_stream::shape shape) {
+        custom.push_back({"/stream", [this, shape](server::handler_context& h) {
+                              return std::make_shared<slow_stream>(h.io, shape, counts);
+                          }});
+    }
+    void upload_route(std::size_t per_call) {
+        custom.push_back({"/upload", [this, per_call](server::handler_context& h) {
+                              return std::make_shared<upload_counter>(h.io, per_call, counts);
+                          }});
+    }
+    static std::string expected_body(const slow_stream::shape& s) {
+        std::string b;
+        for (int i = 0; i < s.pieces; ++i)
+            b += std::string(s.piece_size, static_cast<char>('a' + i % 26));
+        return b;
+    }
+};
+
+TEST_F(AsyncHandlerTest, StreamsAChunkedBodyAndKeepsPipelinedResponsesInOrder) {
+    const slow_stream::shape shape{};
+    stream_route(shape);
+    start();
+    test_client c(port);
+    // Both at once: the second must wait for the first's answer, which comes later.
+    ASSERT_TRUE(c.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n" + get));
+    auto first = c.read_response();
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->status, 200);
+    EXPECT_TRUE(first->has("Transfer-Encoding: chunked"));
+    EXPECT_EQ(first->body, expected_body(shape));
+    auto second = c.read_response();
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->body, "Hello, World!");
+    EXPECT_FALSE(c.closed());
+    EXPECT_EQ(counts.finished, 1);
+    EXPECT_TRUE(eventually([&] { return counts.alive == 0; }));
+}
+
+TEST_F(AsyncHandlerTest, Http10ClientGetsTheBodyDelimitedByTheClose) {
+    const slow_stream::shape shape{3, 100, 20ms, 5ms};
+    stream_route(shape);
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->has("Connection: close"));
+    EXPECT_EQ(r->head.find("Content-Length"), std::string::npos);
+    EXPECT_EQ(r->body, expected_body(shape));
+    EXPECT_TRUE(c.closed());
+}
+
+TEST_F(AsyncHandlerTest, ClientGoneMidStreamAbortsTheAnswer) {
+    stream_route({50, 1000, 10ms, 20ms});
+    start();
+    {
+        test_client c(port);
+        ASSERT_TRUE(c.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"));
+        std::this_thread::sleep_for(60ms); // the head and a piece or two are out
+    }
+    EXPECT_TRUE(eventually([&] { return counts.aborted == 1; }));
+    EXPECT_TRUE(eventually([&] { return counts.alive == 0; }));
+    EXPECT_EQ(counts.finished, 0);
+    // The server goes on: the connection is gone and a new one is served.
+    test_client d(port);
+    ASSERT_TRUE(d.send(get));
+    auto r = d.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(AsyncHandlerTest, SlowReaderMakesTheAnswerWaitForRoom) {
+    const slow_stream::shape shape{512, 32 * 1024, 1ms,
+                                   0ms}; // 16 MiB: more than the kernel buffers
+    stream_route(shape);
+    start();
+    test_client c(port, 4096);
+    ASSERT_TRUE(c.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::this_thread::sleep_for(300ms); // not reading: the socket and then the queue fill up
+    EXPECT_GT(counts.paused, 0);
+    auto r = c.read_response(10s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body.size(), expected_body(shape).size());
+    EXPECT_EQ(r->body, expected_body(shape));
+    EXPECT_EQ(counts.finished, 1);
+}
+
+TEST_F(AsyncHandlerTest, UploadIsTakenWithBackpressure) {
+    upload_route(1000);
+    start();
+    test_client c(port);
+    const std::string body(200 * 1000, 'u');
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n" + body + get));
+    auto r = c.read_response(10s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, std::to_string(body.size()));
+    EXPECT_GT(counts.paused, 10);
+    auto next = c.read_response();
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->body, "Hello, World!");
+}
+
+TEST_F(AsyncHandlerTest, ChunkedUploadIsTakenWhole) {
+    upload_route(7);
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "a\r\n0123456789\r\n5\r\nabcde\r\n0\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "15");
+}
+
+TEST_F(AsyncHandlerTest, RequestsAHandlerCannotTakeAreRefusedAtTheHeader) {
+    cfg.body_timeout = 5s;
+    start();
+    test_client c(port);
+    const auto sent = steady::now();
+    // The built-in answer takes no body: 405 at once, not after a body that never comes.
+    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc"));
+    auto r = c.read_response(2s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405);
+    EXPECT_LT(steady::now() - sent, 2s);
+}
+
+TEST_F(AsyncHandlerTest, StopWaitsForAnAnswerInFlight) {
+    stream_route({3, 100, 200ms, 10ms});
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::this_thread::sleep_for(50ms);
+    srv->stop();
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->has("Connection: close"));
+    EXPECT_EQ(r->body.size(), 300U);
+    runner.join();
+    srv.reset();
 }
 
 } // namespace

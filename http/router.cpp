@@ -1,0 +1,27 @@
+#include "router.hpp"
+
+#include <algorithm>
+
+namespace tarry::http {
+
+void router::add(std::string prefix, std::shared_ptr<handler> target) {
+    const auto same = std::find_if(routes_.begin(), routes_.end(),
+                                   [&](const route& r) { return r.prefix == prefix; });
+    if (same != routes_.end()) {
+        same->target = std::move(target);
+        return;
+    }
+    routes_.push_back(route{std::move(prefix), std::move(target)});
+    std::stable_sort(routes_.begin(), routes_.end(), [](const route& a, const route& b) {
+        return a.prefix.size() > b.prefix.size();
+    });
+}
+
+const router::route* router::find(std::string_view target) const noexcept {
+    // A handful of routes: a linear scan over prefixes sorted longest first beats any tree.
+    for (const route& r : routes_)
+        if (target.starts_with(r.prefix)) return &r;
+    return nullptr;
+}
+
+} // namespace tarry::http

@@ -1,0 +1,36 @@
+#pragma once
+
+#include "handler.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tarry::http {
+
+/// Chooses the handler for a request: the route with the longest path prefix of the target.
+///
+/// Built whole and then only read: a reload builds a new router and swaps it in, and a request
+/// answered later keeps its handler alive (exchange::defer holds a reference), so requests in
+/// flight finish on the routes they started with.
+class router {
+public:
+    struct route {
+        std::string prefix;
+        std::shared_ptr<handler> target;
+    };
+
+    /// Adds a route. A prefix given twice replaces the earlier one.
+    void add(std::string prefix, std::shared_ptr<handler> target);
+
+    /// The route for `target` (origin-form path, query allowed), or null if none matches.
+    [[nodiscard]] const route* find(std::string_view target) const noexcept;
+
+    [[nodiscard]] const std::vector<route>& routes() const noexcept { return routes_; }
+
+private:
+    std::vector<route> routes_; ///< longest prefix first, so the first match is the best
+};
+
+} // namespace tarry::http

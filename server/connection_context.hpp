@@ -1,0 +1,34 @@
+#pragma once
+
+#include "poller.hpp"
+#include "worker_metrics.hpp"
+#include "worker_settings.hpp"
+
+#include <tarry/http/date_clock.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/intrusive/list.hpp>
+
+namespace tarry::server {
+
+class connection;
+
+/// The hook by which a worker keeps its live connections, whatever their phase and whether or
+/// not timeouts are enforced (stop, pressure relief and metrics walk it, not the timeout lists).
+using live_hook =
+    boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+
+/// What a connection needs of its worker, and no more: the worker's thread-local services.
+struct connection_context {
+    boost::asio::io_context& io;
+    timeouts::timeout_registry& registry;
+    http::date_clock& date;
+    poller& poll;
+    const worker_settings& settings; ///< replaced in place by a reload
+    worker_metrics& metrics;
+    void (*on_closed)(void* worker) noexcept; ///< after a connection's descriptor is closed
+    void* worker;
+};
+
+} // namespace tarry::server

@@ -1,0 +1,41 @@
+#pragma once
+
+#include "config.hpp"
+#include "poller.hpp"
+
+#include <tarry/http/router.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tarry::server {
+
+/// What a handler may use of the worker it answers on: its loop, its timeout registry and its
+/// poller (for handlers that answer later, on sockets of their own). Never another thread's.
+struct handler_context {
+    boost::asio::io_context& io;
+    timeouts::timeout_registry& registry;
+    poller& poll;
+};
+
+/// Makes one worker's instance of a handler.
+using handler_maker = std::function<std::shared_ptr<http::handler>(handler_context&)>;
+
+/// A route added by the program rather than the configuration (tests, embedders).
+struct custom_route {
+    std::string prefix;
+    handler_maker make;
+};
+
+/// Builds one worker's router: the configured routes (today: "/" to the docroot, or to the
+/// built-in answer), then the custom ones. Throws (std::system_error, config_error) if a
+/// handler cannot be made, e.g. a docroot that cannot be opened: nothing is half-built.
+std::shared_ptr<http::router>
+build_router(const config& cfg, const std::vector<custom_route>& custom, handler_context& ctx);
+
+} // namespace tarry::server
