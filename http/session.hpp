@@ -141,6 +141,9 @@ public:
 
     /// Graceful stop: the next response says Connection: close; an idle session closes.
     void drain() noexcept;
+    /// The next response says Connection: close, but an idle session stays open for it (a
+    /// connection past its age, or one a spread-out stop closes later if it stays idle).
+    void retire() noexcept { draining_ = true; }
 
     /// The connection is going away: a deferred answer is told and released.
     void abort() noexcept;
@@ -154,6 +157,10 @@ public:
     [[nodiscard]] phase current_phase() const noexcept;
     /// The connection closes once the output is written (see answering()).
     [[nodiscard]] bool closing() const noexcept { return closing_; }
+    /// The request was answered before its body came: the rest is read only to discard it.
+    [[nodiscard]] bool discarding() const noexcept {
+        return state_ && finished_ && !body_done_ && !body_to_handler_;
+    }
     /// A handler is still answering: more output is to come before any close.
     [[nodiscard]] bool answering() const noexcept { return deferred_ != nullptr && !finished_; }
     [[nodiscard]] bool has_file() const noexcept { return file_.has_value(); }

@@ -28,11 +28,17 @@ struct config {
     std::vector<listen_address> listen{{"127.0.0.1", 8080}};
     std::optional<std::filesystem::path> docroot;
 
-    duration keep_alive_timeout = 65s; ///< idle between requests; silent close
-    duration header_timeout = 60s;     ///< first byte (or accept) to end of headers; total
-    duration body_timeout = 60s;       ///< gap between two reads of a request body
-    duration send_timeout = 60s;       ///< gap between two writes the client does not drain
-    duration drain_timeout = 10s;      ///< graceful stop: how long in-flight requests may take
+    duration keep_alive_timeout = 65s;    ///< idle between requests; silent close
+    duration header_timeout = 60s;        ///< first byte (or accept) to end of headers; total
+    duration body_timeout = 60s;          ///< gap between two reads of a request body
+    duration send_timeout = 60s;          ///< gap between two writes the client does not drain
+    duration drain_timeout = 10s;         ///< graceful stop: how long in-flight requests may take
+    duration request_timeout = 300s;      ///< a request body, in all
+    duration lingering_time = 30s;        ///< reading and discarding after an answer, in all
+    duration lingering_timeout = 5s;      ///< ... and between two reads
+    duration max_connection_age = 0s;     ///< past it the next response closes; 0: off
+    duration close_spread_time = 1s;      ///< a graceful stop closes idle connections over this
+    duration keep_alive_min_timeout = 1s; ///< idle at least this before stop or pressure closes
     std::uint32_t max_requests_per_connection = 1000; ///< 0: unlimited
     std::size_t max_header_bytes =
         16 * std::size_t{1024}; ///< request line + headers; over it: 431/414

@@ -26,6 +26,10 @@ using in_buffers = http::recycler<in_buffer, 256>;
 using out_buffers = http::recycler<std::string, 256>;
 
 constexpr std::size_t max_sendfile_chunk = 256 << 10;
+/// A read buffer starts this small and grows, doubling, only for a header that needs it (as
+/// nginx's client_header_buffer_size, then large buffers): a flood of connections that each
+/// sent a byte costs a kilobyte apiece, not a whole header's worth.
+constexpr std::size_t initial_in_bytes = 1024;
 /// Bytes of a file body sent in one pass before yielding to the worker's other connections: on
 /// loopback a fresh socket accepts megabytes, and sending them all at once stalls everyone else.
 constexpr std::uint64_t file_bytes_per_pass = 1 << 20;
@@ -173,23 +177,31 @@ void connection::drive(bool fresh) {
         const std::size_t had = in_len_;
         if (!read_some()) return;
         fresh = in_len_ != had;
-        if (phase_ == conn_phase::linger) in_len_ = 0; // discard what a closing client sends
+        if (phase_ == conn_phase::linger) {
+            in_len_ = 0; // discard what a closing client sends
+            fresh = false;
+        }
     }
 }
 
 bool connection::read_some() {
     if (!in_) {
         in_ = in_buffers::take();
-        in_->bytes.resize(ctx_.settings.in_buffer_bytes);
+        if (in_->bytes.size() < initial_in_bytes) in_->bytes.resize(initial_in_bytes);
+    }
+    if (in_len_ == in_->bytes.size()) {
+        // A header (or chunk header) longer than the buffer: grow it, up to a whole header.
+        const std::size_t limit = ctx_.settings.in_buffer_bytes;
+        if (in_->bytes.size() >= limit) {
+            // Cannot happen: the session refuses a header (or trailer) larger than
+            // max_header_bytes, which is below the limit. Never wait on a full buffer, which
+            // would stall the connection until a timeout.
+            close(close_reason::error);
+            return false;
+        }
+        in_->bytes.resize(std::min(limit, in_->bytes.size() * 2));
     }
     const std::size_t space = in_->bytes.size() - in_len_;
-    if (space == 0) {
-        // Cannot happen: the session consumes bodies as they arrive and refuses a header (or
-        // trailer) larger than max_header_bytes, which is below the buffer size. Never wait on
-        // a full buffer, which would stall the connection until a timeout.
-        close(close_reason::error);
-        return false;
-    }
     for (;;) {
         const ssize_t n = ::recv(fd_, in_->bytes.data() + in_len_, space, 0);
         if (n > 0) {
@@ -288,36 +300,46 @@ void connection::finish() {
     // Everything is written. If the client sent more than we read (pipelined requests after
     // Connection: close, the rest of a refused body), closing now would make the kernel answer
     // with RST and could destroy the response in flight: half-close, and read until the client
-    // closes or the linger timeout passes.
-    if (in_len_ == 0) {
+    // closes, lingering_timeout passes between two reads, or lingering_time in all.
+    if (phase_ == conn_phase::linger) return; // lingering already: until EOF or a deadline
+    if (in_len_ == 0 && !session_.discarding()) {
         close(close_reason::done);
         return;
     }
-    if (phase_ == conn_phase::linger) return;
     ::shutdown(fd_, SHUT_WR);
     in_len_ = 0;
     enter(conn_phase::linger, false);
 }
 
 void connection::wait(bool writable) {
+    // A request was answered since the last wait: the header deadline of the next one, and the
+    // keep-alive deadline, start again. Nothing else moves them: not empty lines, not bytes of
+    // a header (its deadline is a total from its first byte).
+    const bool answered = session_.requests() != answered_;
+    answered_ = session_.requests();
     if (writable) {
         enter(conn_phase::send, true);
     } else if (phase_ == conn_phase::linger) {
-        // stays in linger: a total deadline
+        enter(conn_phase::linger, true);
     } else if (session_.body_paused() ||
                session_.current_phase() == http::session::phase::waiting) {
         enter(conn_phase::waiting, false); // the handler has it: its own timeouts bound it
     } else if (session_.current_phase() == http::session::phase::body) {
-        enter(conn_phase::body, true);
+        enter(session_.discarding() ? conn_phase::discard : conn_phase::body, true);
     } else if (in_len_ != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
-        enter(conn_phase::header, false); // total: from the first byte (or accept), never touched
+        enter(conn_phase::header, answered); // a total from the request's first byte
     } else {
-        enter(conn_phase::keep_alive, true);
+        enter(conn_phase::keep_alive, answered);
         release_buffers(); // idle: hold nothing but the socket
         nodelay();
     }
     want_write_ = writable;
     want_read_ = !writable;
+    // Phases with a total as well as a gap: the touch above read the clock.
+    const timeouts::clock::duration total = ctx_.settings.total_for(phase_);
+    if (total != timeouts::clock::duration::zero() && idle_.enrolled() &&
+        idle_.idle_start() - phase_start_ >= total)
+        on_timeout();
 }
 
 void connection::enter(conn_phase p, bool touch_if_same) {
@@ -341,6 +363,7 @@ void connection::enter(conn_phase p, bool touch_if_same) {
     }
     // A new phase, or a reload changed this phase's duration: move lists.
     ctx_.registry.enroll(idle_, d);
+    if (!same) phase_start_ = idle_.idle_start();
 }
 
 void connection::leave_timeouts() noexcept {
@@ -354,8 +377,21 @@ void connection::join_timeouts() {
 
 void connection::on_timeout() noexcept {
     switch (phase_) {
-    case conn_phase::keep_alive:
+    case conn_phase::keep_alive: {
+        // A request may be in the socket already, its edge not yet handled: serve it rather
+        // than close under it (the client sent it before our deadline, by its clock).
+        char byte = 0;
+        if (::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
+            ctx_.metrics.saved_at_timeout.add();
+            readable_ = true;
+            wake();
+            return;
+        }
         close(close_reason::keep_alive_timeout);
+        return;
+    }
+    case conn_phase::discard:
+        close(close_reason::body_timeout);
         return;
     case conn_phase::header:
     case conn_phase::body:
@@ -421,7 +457,13 @@ void connection::close(close_reason why) noexcept {
 
 void connection::release_buffers() noexcept {
     try {
-        if (in_ && in_len_ == 0) in_buffers::give(std::move(in_));
+        if (in_ && in_len_ == 0) {
+            if (in_->bytes.size() == initial_in_bytes) {
+                in_buffers::give(std::move(in_));
+            } else {
+                in_.reset(); // grown for one long header: give the memory back
+            }
+        }
         if (out_ && out_off_ == 0 && out_->empty()) out_buffers::give(std::move(out_));
     } catch (...) {
         in_.reset();

@@ -106,7 +106,9 @@ private:
     std::unique_ptr<in_buffer> in_;    ///< request bytes; only while a request is in progress
     std::unique_ptr<std::string> out_; ///< queued responses; only while some are
     std::uint32_t in_len_ = 0;         ///< bytes in in_ (bounded by the buffer size)
-    std::uint32_t out_off_ = 0;        ///< bytes of out_ already written
+    std::uint64_t answered_ = 0;       ///< session_.requests() at the last wait
+    timeouts::clock::time_point phase_start_{}; ///< when the current phase began
+    std::uint32_t out_off_ = 0;                 ///< bytes of out_ already written
     int fd_;
     conn_phase phase_ = conn_phase::header;
     bool closed_ = false;

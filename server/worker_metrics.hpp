@@ -23,11 +23,20 @@ private:
 };
 
 /// What each connection phase is; gauges count connections in each.
-enum class conn_phase : std::size_t { header, body, send, keep_alive, linger, waiting, count_ };
+enum class conn_phase : std::size_t {
+    header,
+    body,
+    send,
+    keep_alive,
+    linger,
+    waiting,
+    discard, ///< the request was answered; the rest of its body is read and thrown away
+    count_
+};
 
 /// The name of each phase, for metrics; tied to the enum's size.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(conn_phase::count_)>
-    conn_phase_names{"header", "body", "send", "keep_alive", "linger", "waiting"};
+    conn_phase_names{"header", "body", "send", "keep_alive", "linger", "waiting", "discard"};
 // A std::array with too few initialisers compiles: an empty last name means one is missing.
 static_assert(!conn_phase_names.back().empty());
 
@@ -36,6 +45,7 @@ struct worker_metrics {
     counter accept_errors;
     counter open;
     counter requests;
+    counter saved_at_timeout; ///< keep-alive deadlines that found a request waiting, served it
     std::array<counter, static_cast<std::size_t>(close_reason::count_)> closes;
     std::array<counter, static_cast<std::size_t>(conn_phase::count_)> phases;
 

@@ -31,8 +31,14 @@ worker_settings worker_settings::from(const config& cfg, const http::router* rou
     s.header = cfg.header_timeout;
     s.body = cfg.body_timeout;
     s.send = cfg.send_timeout;
-    // Long enough for a client to read an error response, short enough not to be a resource.
-    s.linger = std::min<timeouts::clock::duration>(cfg.send_timeout, std::chrono::seconds(2));
+    // nginx's lingering_timeout and lingering_time: a client that was refused mid-upload
+    // finishes sending (we read and discard) and then reads the answer, instead of a reset.
+    s.linger = cfg.lingering_timeout;
+    s.linger_total = cfg.lingering_time;
+    s.body_total = cfg.request_timeout;
+    s.max_age = cfg.max_connection_age;
+    s.close_spread = cfg.close_spread_time;
+    s.min_quiet = cfg.keep_alive_min_timeout;
     s.timeouts = cfg.timeouts;
     // The whole header must fit (Beast parses it contiguously), with room to read past it.
     s.in_buffer_bytes = std::max<std::size_t>(cfg.max_header_bytes + 1024, 8 * std::size_t{1024});

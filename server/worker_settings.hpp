@@ -21,9 +21,15 @@ struct worker_settings {
     timeouts::clock::duration header{};
     timeouts::clock::duration body{};
     timeouts::clock::duration send{};
-    timeouts::clock::duration linger{};
+    timeouts::clock::duration linger{};       ///< between two reads while lingering or discarding
+    timeouts::clock::duration linger_total{}; ///< lingering or discarding, in all
+    timeouts::clock::duration body_total{};   ///< a request body, in all
+    timeouts::clock::duration max_age{};      ///< past it the next response closes; 0: none
+    timeouts::clock::duration close_spread{}; ///< a stop closes idle connections over this
+    timeouts::clock::duration min_quiet{};    ///< idle at least this long before a stop or
+                                              ///< pressure may close a connection
     bool timeouts = true;
-    std::size_t in_buffer_bytes = 0;
+    std::size_t in_buffer_bytes = 0;    ///< the most a read buffer grows to (a whole header)
     std::size_t max_connections = 0;    ///< this worker's share; 0: no limit
     class access_log* access = nullptr; ///< null: access log off
 
@@ -38,11 +44,24 @@ struct worker_settings {
         case conn_phase::keep_alive:
             return keep_alive;
         case conn_phase::linger:
+        case conn_phase::discard:
         case conn_phase::waiting:
         case conn_phase::count_:
             break;
         }
         return linger;
+    }
+    /// The total a phase may last, on top of its gap between reads; zero: none.
+    [[nodiscard]] timeouts::clock::duration total_for(conn_phase p) const noexcept {
+        switch (p) {
+        case conn_phase::body:
+            return body_total;
+        case conn_phase::linger:
+        case conn_phase::discard:
+            return linger_total;
+        default:
+            return timeouts::clock::duration::zero();
+        }
     }
 
     static worker_settings from(const config& cfg, const http::router* routes, unsigned workers,
