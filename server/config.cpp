@@ -680,8 +680,12 @@ void apply_upstreams(config& c, const setting_value& v) {
         }
         const toml::table* table = e.value->as_table();
         if (table == nullptr) {
-            throw located_error(e.where.line, name + ": expected a table [" + name + "], got " +
-                                                  describe(*e.value));
+            std::string message = name;
+            message += ": expected a table [";
+            message += name;
+            message += "], got ";
+            message += describe(*e.value);
+            throw located_error(e.where.line, message);
         }
         upstream_config upstream;
         upstream.name = e.key;
@@ -707,9 +711,13 @@ void apply_timeout(config& c, const setting_value& v) {
     c.*Field = read_timeout(v, ZeroOk);
 }
 
+// timeout_value's advice for a zero timeout (timeouts = false) is about the client side, so the
+// upstream's timeouts say it without.
 template <duration upstream_config::*Field>
 void apply_upstream_timeout(upstream_config& u, const setting_value& v) {
-    u.*Field = read_timeout(v, false);
+    const duration d = read_timeout(v, true);
+    if (d == duration::zero()) fail(v.what(), "must be more than zero, got " + describe(*v.node()));
+    u.*Field = d;
 }
 
 constexpr std::array setting_rows{

@@ -1167,7 +1167,9 @@ TEST_F(ConfigFileTest, UpstreamErrorsNameTheUpstreamAndTheLine) {
         {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nmax_idle = -1\n", 3,
          "upstream.app.max_idle: expected an integer from 0 to 65535 (0: no pooling), got -1"},
         {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nconnect_timeout = \"0s\"\n", 3,
-         "upstream.app.connect_timeout: must be more than zero"},
+         "upstream.app.connect_timeout: must be more than zero, got \"0s\""},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nfail_timeout = \"25h\"\n", 3,
+         "upstream.app.fail_timeout: must be at most 24h"},
         {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nread_timeout = 60\n", 3,
          "upstream.app.read_timeout: expected a duration such as"},
         {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nconect_timeout = \"1s\"\n", 3,
@@ -1286,11 +1288,9 @@ TEST_F(ConfigFileTest, ExampleFileRoutesAndUpstreamsAreValidWhenUncommented) {
         if (line.rfind("# [[route]]", 0) == 0 || line.rfind("# [upstream.", 0) == 0) {
             in_block = true;
         }
-        if (in_block && line.rfind("# ", 0) == 0 && line.find(" = ") != std::string::npos) {
-            line = line.substr(2);
-        } else if (in_block && (line == "# [[route]]" || line.rfind("# [upstream.", 0) == 0)) {
-            line = line.substr(2);
-        }
+        const bool key = line.rfind("# ", 0) == 0 && line.find(" = ") != std::string::npos;
+        const bool header = line == "# [[route]]" || line.rfind("# [upstream.", 0) == 0;
+        if (in_block && (key || header)) line = line.substr(2);
         text += line + "\n";
     }
     const config c = load(text);
