@@ -473,10 +473,11 @@ std::uint64_t read_count(const setting_value& v, const count_rule& rule) {
     return count_value(v.text(), rule, v.what());
 }
 
-fs::path read_path(const setting_value& v, std::string_view kind) {
+// `kind` names the value ("a directory path"); `expected` is said of a file value of the wrong
+// type.
+fs::path read_path(const setting_value& v, std::string_view kind, std::string_view expected) {
     if (const toml::node* n = v.node()) {
-        return path_value(string_of(*n, v.what(), "expected " + std::string(kind) + " string"),
-                          v.what(), kind);
+        return path_value(string_of(*n, v.what(), expected), v.what(), kind);
     }
     return path_value(v.text(), v.what(), kind);
 }
@@ -542,8 +543,11 @@ std::string route_name(std::size_t index) {
     return "route[" + std::to_string(index + 1) + "]";
 }
 
+constexpr std::string_view dir_kind = "a directory path";
+constexpr std::string_view dir_expected = "expected a directory path string";
+
 void apply_docroot(config& c, const setting_value& v) {
-    c.docroot = read_path(v, "a directory path");
+    c.docroot = read_path(v, dir_kind, dir_expected);
     // The file's own conflicts are reported once the whole file is read, with both lines.
     if (v.node() != nullptr) return;
     if (const auto root = route_for_root(c)) {
@@ -702,9 +706,6 @@ void apply_upstreams(config& c, const setting_value& v) {
 // ---------------------------------------------------------------------------------------------
 // The table. A new setting is one row here plus its field in `config`.
 
-constexpr std::string_view dir_kind = "a directory path";
-constexpr std::string_view log_file_kind = R"(a file path or "-")";
-
 // The shape shared by every timeout row: the field and whether zero is allowed.
 template <duration config::*Field, bool ZeroOk>
 void apply_timeout(config& c, const setting_value& v) {
@@ -813,7 +814,10 @@ constexpr std::array setting_rows{
             "Append one Common Log Format line per response to this file (\"-\": standard "
             "output). Unset: off.",
             "", false, false,
-            [](config& c, const setting_value& v) { c.access_log = read_path(v, log_file_kind); }},
+            [](config& c, const setting_value& v) {
+                c.access_log =
+                    read_path(v, R"(a file path or "-")", R"(expected a file path string or "-")");
+            }},
     setting{"expire_batch", "", "N",
             "Timeout expiries handled per timer wake-up before other work gets a turn.", "16",
             false, false,
@@ -867,7 +871,7 @@ constexpr std::array route_rows{
                   }},
     route_setting{"docroot", "", "DIR", "Serve files from this directory.", "", false, false,
                   [](route_config& r, const setting_value& v) {
-                      r.docroot = read_path(v, dir_kind);
+                      r.docroot = read_path(v, dir_kind, dir_expected);
                       r.what = route_config::kind::files;
                   }},
     route_setting{"respond", "", "STRING",
@@ -1348,10 +1352,11 @@ config reload_config(const config& /*current*/, int argc, const char* const* arg
     command_line again = parse_command_line(argc, argv);
     // Help, version and the manual never read the file, so their cfg is all defaults: applying
     // it would silently undo the whole configuration of a running server.
-    if (again.what == command_line::action::help || again.what == command_line::action::version ||
-        again.what == command_line::action::man) {
-        throw config_error(
-            "reload: the command line asks for --help, --version or --man, not a server");
+    if (again.what == command_line::action::help || again.what == command_line::action::version) {
+        throw config_error("reload: the command line asks for --help or --version, not a server");
+    }
+    if (again.what == command_line::action::man) {
+        throw config_error("reload: the command line asks for --man, not a server");
     }
     return std::move(again.cfg);
 }
