@@ -96,9 +96,10 @@ std::string man_page(std::string_view version) {
 
     out += ".SH SIGNALS\n"
            ".TP\n.BR SIGTERM \", \" SIGINT\n"
-           "Stop gracefully: listeners close, idle connections close, in\\-flight requests finish "
-           "with \\fBConnection: close\\fR within \\fBdrain_timeout\\fR, then tarry exits 0. A "
-           "second signal stops at once.\n"
+           "Stop gracefully: listeners close, idle connections close (spread over "
+           "\\fBclose_spread_time\\fR, none sooner than \\fBkeep_alive_min_timeout\\fR after its "
+           "last response), in\\-flight requests finish with \\fBConnection: close\\fR within "
+           "\\fBdrain_timeout\\fR, then tarry exits 0. A second signal stops at once.\n"
            ".TP\n.B SIGHUP\n"
            "Reload: read the file again and apply the flags over it again. An invalid file is "
            "reported in one log line and the running settings stay.\n";

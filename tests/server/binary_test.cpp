@@ -87,6 +87,21 @@ TEST(BinaryTest, ManPrintsTheManualNamingEveryKeyAndFlag) {
     EXPECT_EQ(run_tarry("--help").output.find("--man"), std::string::npos);
 }
 
+TEST(BinaryTest, ManPageIsCleanRoff) {
+    if (!std::filesystem::exists("/usr/bin/groff")) GTEST_SKIP() << "groff is not installed";
+    // -ww: every warning; -z: no output. Anything printed is a roff problem.
+    const std::string cmd = std::string(TARRY_BINARY) + " --man | /usr/bin/groff -man -ww -z 2>&1";
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+        out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0);
+    EXPECT_EQ(out, "");
+}
+
 TEST(BinaryTest, ProxyConflictExitsTwo) {
     auto r = run_tarry("--check-config --proxy 127.0.0.1:3000 --docroot /srv");
     EXPECT_EQ(r.status, 2);
