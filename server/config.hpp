@@ -146,7 +146,8 @@ using route_setting = basic_setting<route_config>;
 using upstream_setting = basic_setting<upstream_config>;
 
 /// Top-level keys and every flag, in the order --help and the man page list them. A BOOL
-/// setting's flag takes no value; flags with a null `apply` are actions (--help, --version, ...).
+/// setting's flag takes no value. A null `apply` marks --config (read before every other flag)
+/// and the actions, which have no type (--check-config, --version, --help, --man).
 std::span<const setting> settings();
 /// The keys of a `[[route]]` table.
 std::span<const route_setting> route_settings();
