@@ -1130,6 +1130,28 @@ std::string plain(std::string_view toml_text) {
     return out;
 }
 
+// CLI11 prints descriptions unwrapped but indents after each newline, so wrapping here keeps
+// --help within 100 columns beside its 30-column flag column.
+std::string wrapped(std::string_view text, std::size_t width) {
+    std::string out;
+    std::size_t line = 0;
+    while (!text.empty()) {
+        const std::size_t space = text.find(' ');
+        const std::string_view word = text.substr(0, space);
+        if (line > 0 && line + 1 + word.size() > width) {
+            out += '\n';
+            line = 0;
+        } else if (line > 0) {
+            out += ' ';
+            ++line;
+        }
+        out += word;
+        line += word.size();
+        text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
+    }
+    return out;
+}
+
 std::string help_footer() {
     return "Precedence: built-in defaults < --config FILE < flags; --listen replaces the file's\n"
            "listen list. Durations need a unit: 250ms, 65s, 1.5s, 2m, 1h, 1500us.\n"
@@ -1271,6 +1293,7 @@ command_line parse_command_line(int argc, const char* const* argv) {
         if (!s.default_text.empty() && !is_switch(s)) {
             description += " Default " + plain(s.default_text) + ".";
         }
+        description = wrapped(description, 68);
         CLI::Option* option = nullptr;
         if (is_switch(s)) {
             // A non-const string as add_flag's second argument would be the flag's variable.
