@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tarry::server {
@@ -23,22 +25,59 @@ struct listen_address {
     friend bool operator==(const listen_address&, const listen_address&) = default;
 };
 
+/// One server of an upstream: HOST:PORT (numeric IP or localhost), or a Unix socket.
+struct upstream_server {
+    std::string host;
+    std::uint16_t port = 0;
+    std::filesystem::path unix_path; ///< a Unix socket when not empty (host and port unused)
+    friend bool operator==(const upstream_server&, const upstream_server&) = default;
+};
+
+/// `[upstream.NAME]`: a pool of servers a route proxies to.
+struct upstream_config {
+    enum class balance_kind { round_robin, least_conn };
+
+    std::string name;                     ///< [A-Za-z0-9_-]+
+    std::vector<upstream_server> servers; ///< at least one, no duplicates
+    balance_kind balance = balance_kind::round_robin;
+    std::size_t max_idle = 32;   ///< idle pooled connections per server per worker; 0: no pooling
+    duration idle_timeout = 60s; ///< idle pooled connection closed (upstream Keep-Alive may cut it)
+    duration connect_timeout = 5s;
+    duration send_timeout = 60s;     ///< gap between writes of the request to the upstream
+    duration response_timeout = 60s; ///< end of the request to the first byte of the response
+    duration read_timeout = 60s;     ///< gap between reads of the response body
+    duration fail_timeout = 10s;     ///< a server that refused or timed out is skipped this long
+    friend bool operator==(const upstream_config&, const upstream_config&) = default;
+};
+
+/// `[[route]]`: what answers requests whose target starts with `prefix` (longest prefix wins).
+struct route_config {
+    enum class kind { hello, files, proxy };
+
+    std::string prefix; ///< starts with "/"
+    kind what = kind::hello;
+    std::filesystem::path docroot; ///< kind::files
+    std::string upstream;          ///< kind::proxy: an upstream_config::name
+    std::string cache_control;     ///< kind::files: sent as Cache-Control when not empty
+    friend bool operator==(const route_config&, const route_config&) = default;
+};
+
 /// Everything a user can tune, with the defaults users of nginx and Node.js expect.
 struct config {
     std::vector<listen_address> listen{{"127.0.0.1", 8080}};
     std::optional<std::filesystem::path> docroot;
 
-    duration keep_alive_timeout = 65s;    ///< idle between requests; silent close
-    duration header_timeout = 60s;        ///< first byte (or accept) to end of headers; total
-    duration body_timeout = 60s;          ///< gap between two reads of a request body
-    duration send_timeout = 60s;          ///< gap between two writes the client does not drain
-    duration drain_timeout = 10s;         ///< graceful stop: how long in-flight requests may take
-    duration request_timeout = 300s;      ///< a request body, in all
-    duration lingering_time = 30s;        ///< reading and discarding after an answer, in all
-    duration lingering_timeout = 5s;      ///< ... and between two reads
-    duration max_connection_age = 0s;     ///< past it the next response closes; 0: off
-    duration close_spread_time = 1s;      ///< a graceful stop closes idle connections over this
-    duration keep_alive_min_timeout = 1s; ///< idle at least this before stop or pressure closes
+    duration keep_alive_timeout = 65s; ///< idle between requests; silent close
+    duration header_timeout = 60s;     ///< first byte (or accept) to end of headers; total
+    duration body_timeout = 60s;       ///< gap between two reads of a request body
+    duration send_timeout = 60s;       ///< gap between two writes the client does not drain
+    duration drain_timeout = 10s;      ///< graceful stop: how long in-flight requests may take
+    duration request_timeout = 300s;   ///< total time to receive a request's body
+    duration lingering_time = 30s;     ///< after an error response: total time discarding input
+    duration lingering_timeout = 5s;   ///< after an error response: gap between discarding reads
+    duration max_connection_age = 0s;  ///< past it the next response closes; 0: off
+    duration close_spread_time = 1s;   ///< graceful stop closes idle connections over this window
+    duration keep_alive_min_timeout = 1s; ///< never closed for stop or pressure sooner than this
     std::uint32_t max_requests_per_connection = 1000; ///< 0: unlimited
     std::size_t max_header_bytes =
         16 * std::size_t{1024}; ///< request line + headers; over it: 431/414
@@ -51,7 +90,11 @@ struct config {
     std::optional<std::filesystem::path> access_log; ///< off by default; "-" is stdout
     std::size_t expire_batch =
         timeouts::timeout_registry::default_expire_batch; ///< expiry callbacks per timer wake
-    bool timeouts = true; ///< false only to measure what enforcing them costs
+    bool timeouts = true;         ///< false only to measure what enforcing them costs
+    bool trust_forwarded = false; ///< keep incoming X-Forwarded-* fields and append to them
+
+    std::vector<route_config> routes;       ///< as configured; see effective_routes()
+    std::vector<upstream_config> upstreams; ///< every name a proxy route may use
 
     std::optional<std::filesystem::path> config_file; ///< where it was read from, for reload
 };
@@ -75,11 +118,50 @@ config load_config_file(const std::filesystem::path& file, config base = {});
 
 /// What the command line asked for.
 struct command_line {
-    enum class action { run, check_config, help, version };
+    enum class action { run, check_config, help, version, man };
     action what = action::run;
     config cfg;
     std::string help_text; ///< filled for action::help
 };
+
+/// One value as the file or the command line gave it, with the name to use in messages. Only
+/// config.cpp can make one: the table below is read-only for everyone else.
+class setting_value;
+
+/// One row of the settings table, which drives the file, the flags, --help, --man and the
+/// did-you-mean suggestions. `Target` is what `apply` fills: the config, a route or an upstream.
+template <typename Target> struct basic_setting {
+    std::string_view key;          ///< in the TOML file; empty for a command-line-only flag
+    std::string_view flag;         ///< "--keep-alive-timeout"; empty when only the file sets it
+    std::string_view type;         ///< the value's type: DUR, SIZE, N, HOST:PORT, BOOL, ...
+    std::string_view help;         ///< one sentence
+    std::string_view default_text; ///< the default as written in TOML; empty: unset
+    bool repeatable = false;       ///< the flag may be given several times
+    bool hidden = false;           ///< left out of --help
+    void (*apply)(Target&, const setting_value&) = nullptr; ///< parse, check, store; null: action
+};
+
+using setting = basic_setting<config>;
+using route_setting = basic_setting<route_config>;
+using upstream_setting = basic_setting<upstream_config>;
+
+/// Top-level keys and every flag, in the order --help and the man page list them. A BOOL
+/// setting's flag takes no value. A null `apply` marks --config (read before every other flag)
+/// and the actions, which have no type (--check-config, --version, --help, --man).
+std::span<const setting> settings();
+/// The keys of a `[[route]]` table.
+std::span<const route_setting> route_settings();
+/// The keys of an `[upstream.NAME]` table.
+std::span<const upstream_setting> upstream_settings();
+
+/// Parses an upstream server: "HOST:PORT" (numeric IP or localhost, port 1-65535, IPv6 in
+/// brackets) or "unix:PATH". Throws config_error naming `what`.
+upstream_server parse_upstream_server(const std::string& text, const std::string& what);
+
+/// The configured routes plus the "/" route the top-level docroot implies (files from docroot
+/// if set, else "Hello, World!") when no route has prefix "/". Longest prefix wins, whatever the
+/// order.
+std::vector<route_config> effective_routes(const config& cfg);
 
 /// Parses argv: reads --config FILE first, then applies every other flag over it. Throws
 /// config_error on a bad flag or value (main prints it and exits with status 2).

@@ -1,4 +1,5 @@
 #include "config.hpp"
+#include "man_page.hpp"
 #include "server.hpp"
 
 #include <spdlog/spdlog.h>
@@ -23,6 +24,9 @@ int main(int argc, char** argv) {
         return 0;
     case command_line::action::version:
         std::puts("tarry " TARRY_VERSION);
+        return 0;
+    case command_line::action::man:
+        std::fputs(man_page(TARRY_VERSION).c_str(), stdout);
         return 0;
     case command_line::action::check_config:
         std::puts("tarry: configuration OK");

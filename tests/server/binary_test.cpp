@@ -1,6 +1,8 @@
 // The tarry binary as users run it: exit statuses, one-line config errors, signals.
 #include "test_client.hpp"
 
+#include <tarry/server/config.hpp>
+
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -47,6 +49,64 @@ TEST(BinaryTest, VersionAndHelp) {
     auto h = run_tarry("--help");
     EXPECT_EQ(h.status, 0);
     EXPECT_NE(h.output.find("--keep-alive-timeout"), std::string::npos);
+}
+
+// Roff writes a dash as "\-".
+std::string unescape_roff(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text.compare(i, 2, "\\-") == 0) {
+            out += '-';
+            ++i;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+TEST(BinaryTest, ManPrintsTheManualNamingEveryKeyAndFlag) {
+    auto r = run_tarry("--man");
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.output.rfind(".TH TARRY 8 ", 0), 0U) << r.output.substr(0, 80);
+    const std::string text = unescape_roff(r.output);
+    for (const server::setting& s : server::settings()) {
+        if (!s.flag.empty()) {
+            EXPECT_NE(text.find("\\fB" + std::string(s.flag) + "\\fR"), std::string::npos)
+                << s.flag;
+        }
+        if (!s.key.empty()) {
+            EXPECT_NE(text.find("\\fB" + std::string(s.key) + "\\fR"), std::string::npos) << s.key;
+        }
+    }
+    for (const server::route_setting& s : server::route_settings())
+        EXPECT_NE(text.find("\\fB" + std::string(s.key) + "\\fR"), std::string::npos) << s.key;
+    for (const server::upstream_setting& s : server::upstream_settings())
+        EXPECT_NE(text.find("\\fB" + std::string(s.key) + "\\fR"), std::string::npos) << s.key;
+    // Hidden from --help, which is for running the server.
+    EXPECT_EQ(run_tarry("--help").output.find("--man"), std::string::npos);
+}
+
+TEST(BinaryTest, ManPageIsCleanRoff) {
+    if (!std::filesystem::exists("/usr/bin/groff")) GTEST_SKIP() << "groff is not installed";
+    // -ww: every warning; -z: no output. Anything printed is a roff problem.
+    const std::string cmd = std::string(TARRY_BINARY) + " --man | /usr/bin/groff -man -ww -z 2>&1";
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+        out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0);
+    EXPECT_EQ(out, "");
+}
+
+TEST(BinaryTest, ProxyConflictExitsTwo) {
+    auto r = run_tarry("--check-config --proxy 127.0.0.1:3000 --docroot /srv");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.output, "tarry: --proxy: conflicts with docroot, which also answers \"/\"\n");
+    EXPECT_EQ(run_tarry("--check-config --proxy 127.0.0.1:3000").status, 0);
 }
 
 TEST(BinaryTest, BadFlagValueExitsTwoNamingTheFlag) {

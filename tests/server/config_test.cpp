@@ -1,15 +1,18 @@
 #include <tarry/server/config.hpp>
+#include <tarry/server/man_page.hpp>
 
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace tarry::server::test {
@@ -83,6 +86,15 @@ void expect_same(const config& actual, const config& expected) {
     EXPECT_EQ(actual.access_log, expected.access_log);
     EXPECT_EQ(actual.expire_batch, expected.expire_batch);
     EXPECT_EQ(actual.timeouts, expected.timeouts);
+    EXPECT_EQ(actual.request_timeout, expected.request_timeout);
+    EXPECT_EQ(actual.lingering_time, expected.lingering_time);
+    EXPECT_EQ(actual.lingering_timeout, expected.lingering_timeout);
+    EXPECT_EQ(actual.max_connection_age, expected.max_connection_age);
+    EXPECT_EQ(actual.close_spread_time, expected.close_spread_time);
+    EXPECT_EQ(actual.keep_alive_min_timeout, expected.keep_alive_min_timeout);
+    EXPECT_EQ(actual.trust_forwarded, expected.trust_forwarded);
+    EXPECT_EQ(actual.routes, expected.routes);
+    EXPECT_EQ(actual.upstreams, expected.upstreams);
 }
 
 class ConfigFileTest : public ::testing::Test {
@@ -148,6 +160,15 @@ TEST(ConfigDefaults, MatchTheDocumentedValues) {
     EXPECT_EQ(c.expire_batch, 16U);
     EXPECT_TRUE(c.timeouts);
     EXPECT_FALSE(c.config_file);
+    EXPECT_EQ(c.request_timeout, 300s);
+    EXPECT_EQ(c.lingering_time, 30s);
+    EXPECT_EQ(c.lingering_timeout, 5s);
+    EXPECT_EQ(c.max_connection_age, 0s);
+    EXPECT_EQ(c.close_spread_time, 1s);
+    EXPECT_EQ(c.keep_alive_min_timeout, 1s);
+    EXPECT_FALSE(c.trust_forwarded);
+    EXPECT_TRUE(c.routes.empty());
+    EXPECT_TRUE(c.upstreams.empty());
 }
 
 TEST(ConfigDefaults, EmptyCommandLineRunsWithDefaults) {
@@ -757,19 +778,51 @@ TEST(ExampleFile, ParsesToTheDefaults) {
     EXPECT_EQ(c.config_file, example_file);
 }
 
-TEST(ExampleFile, DocumentsEveryKey) {
-    std::ifstream in(example_file);
+std::string read_text(const fs::path& file) {
+    std::ifstream in(file);
     std::stringstream text;
     text << in.rdbuf();
-    for (const std::string key :
-         {"listen", "docroot", "keep_alive_timeout", "header_timeout", "body_timeout",
-          "send_timeout", "drain_timeout", "max_requests_per_connection", "max_header_bytes",
-          "max_body_bytes", "workers", "max_connections", "admin_listen", "log_level", "access_log",
-          "expire_batch", "timeouts"}) {
+    return text.str();
+}
+
+TEST(ExampleFile, DocumentsEveryKey) {
+    const std::string text = read_text(example_file);
+    for (const setting& s : settings()) {
+        if (s.key.empty() || s.type == "TABLE") continue;
+        const std::string key(s.key);
         // Set, or shown commented out for the keys that are off by default.
-        const bool set = text.str().find("\n" + key + " = ") != std::string::npos;
-        const bool shown = text.str().find("\n# " + key + " = ") != std::string::npos;
+        const bool set = text.find("\n" + key + " = ") != std::string::npos;
+        const bool shown = text.find("\n# " + key + " = ") != std::string::npos;
         EXPECT_TRUE(set || shown) << key;
+    }
+    // The tables' keys, in the commented examples at the end.
+    for (const route_setting& s : route_settings())
+        EXPECT_TRUE(contains(text, "\n#   " + std::string(s.key) + " = "));
+    for (const upstream_setting& s : upstream_settings())
+        EXPECT_TRUE(contains(text, "\n#   " + std::string(s.key) + " = "));
+    EXPECT_TRUE(contains(text, "\n# [[route]]\n"));
+    EXPECT_TRUE(contains(text, "\n# [upstream."));
+}
+
+TEST(ExampleFile, SetsEveryKeyToTheTablesDefault) {
+    const std::string text = read_text(example_file);
+    for (const setting& s : settings()) {
+        if (s.key.empty() || s.default_text.empty()) continue;
+        EXPECT_TRUE(
+            contains(text, "\n" + std::string(s.key) + " = " + std::string(s.default_text) + "\n"));
+    }
+}
+
+TEST(Readme, DocumentsEveryKeyAndFlag) {
+    const std::string text = read_text(example_file.parent_path() / "../README.md");
+    for (const setting& s : settings()) {
+        // Not contains(): it would print the whole README.
+        if (!s.key.empty()) {
+            EXPECT_NE(text.find("| `" + std::string(s.key) + "` |"), std::string::npos) << s.key;
+        }
+        if (!s.flag.empty() && !s.hidden && s.apply != nullptr) {
+            EXPECT_NE(text.find("`" + std::string(s.flag)), std::string::npos) << s.flag;
+        }
     }
 }
 
@@ -788,6 +841,461 @@ TEST_F(ConfigFileTest, ExampleFileCommentedKeysAreValidToo) {
     EXPECT_TRUE(c.docroot);
     EXPECT_TRUE(c.admin_listen);
     EXPECT_TRUE(c.access_log);
+}
+
+// --- The settings table ----------------------------------------------------------------------
+
+TEST_F(ConfigFileTest, TheTablesDefaultsAreTheBuiltInDefaults) {
+    std::string text;
+    for (const setting& s : settings()) {
+        if (!s.key.empty() && !s.default_text.empty()) {
+            text += std::string(s.key) + " = " + std::string(s.default_text) + "\n";
+        }
+    }
+    expect_same(load(text), config{});
+
+    std::string upstream = "[upstream.a]\n";
+    for (const upstream_setting& s : upstream_settings()) {
+        if (!s.default_text.empty()) {
+            upstream += std::string(s.key) + " = " + std::string(s.default_text) + "\n";
+        }
+    }
+    const config c = load(upstream + "servers = [\"127.0.0.1:1\"]\n");
+    ASSERT_EQ(c.upstreams.size(), 1U);
+    upstream_config expected;
+    expected.name = "a";
+    expected.servers = {{"127.0.0.1", 1, {}}};
+    EXPECT_EQ(c.upstreams[0], expected);
+}
+
+TEST(SettingsTable, KeysAndFlagsAreUniqueAndWellFormed) {
+    std::vector<std::string_view> keys;
+    std::vector<std::string_view> flags;
+    for (const setting& s : settings()) {
+        EXPECT_FALSE(s.key.empty() && s.flag.empty());
+        EXPECT_FALSE(s.help.empty()) << s.key << s.flag;
+        if (!s.key.empty()) keys.push_back(s.key);
+        if (!s.flag.empty()) {
+            EXPECT_EQ(s.flag.rfind("--", 0), 0U) << s.flag;
+            flags.push_back(s.flag);
+        }
+    }
+    std::sort(keys.begin(), keys.end());
+    std::sort(flags.begin(), flags.end());
+    EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
+    EXPECT_EQ(std::adjacent_find(flags.begin(), flags.end()), flags.end());
+}
+
+TEST(SettingsTable, HelpNamesEveryVisibleFlag) {
+    const command_line cl = parse(args{"--help"});
+    for (const setting& s : settings()) {
+        if (s.flag.empty()) continue;
+        EXPECT_EQ(contains(cl.help_text, std::string(s.flag) + " "), !s.hidden) << s.flag;
+    }
+}
+
+TEST(SettingsTable, FileOnlyKeysAreExplainedOnTheCommandLine) {
+    for (const setting& s : settings()) {
+        if (s.key.empty() || !s.flag.empty()) continue;
+        std::string flag = "--" + std::string(s.key);
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        const args a{flag, "1"};
+        EXPECT_TRUE(contains(error_of([&] { parse(a); }),
+                             "(" + std::string(s.key) + " can only be set in the config file)"));
+    }
+}
+
+// Roff writes a flag's dashes as "\-".
+std::string unescape_roff(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text.compare(i, 2, "\\-") == 0) {
+            out += '-';
+            ++i;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+TEST(ManPage, NamesEveryKeyAndFlagOfTheTable) {
+    const std::string page = man_page("1.2.3");
+    EXPECT_EQ(page.rfind(".TH TARRY 8 ", 0), 0U);
+    const std::string text = unescape_roff(page);
+    for (const setting& s : settings()) {
+        if (!s.flag.empty()) {
+            EXPECT_TRUE(contains(text, "\\fB" + std::string(s.flag) + "\\fR"));
+        }
+        if (!s.key.empty()) {
+            EXPECT_TRUE(contains(text, "\\fB" + std::string(s.key) + "\\fR"));
+        }
+    }
+    for (const route_setting& s : route_settings())
+        EXPECT_TRUE(contains(text, "\\fB" + std::string(s.key) + "\\fR"));
+    for (const upstream_setting& s : upstream_settings())
+        EXPECT_TRUE(contains(text, "\\fB" + std::string(s.key) + "\\fR"));
+    for (const std::string section :
+         {"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "CONFIGURATION FILE", "SIGNALS",
+          "EXIT STATUS", "FILES", "SEE ALSO"}) {
+        EXPECT_TRUE(contains(text, "\n.SH " + section + "\n"));
+    }
+    EXPECT_TRUE(contains(text, "/etc/tarry/tarry.toml"));
+    EXPECT_TRUE(contains(text, "1.2.3"));
+}
+
+TEST(CommandLine, ManActionNeverReadsTheFile) {
+    const command_line cl = parse(args{"--man", "--config", "/nonexistent/tarry.toml"});
+    EXPECT_EQ(cl.what, command_line::action::man);
+    const args a{"--man"};
+    EXPECT_TRUE(
+        contains(error_of([&] { reload_config(config{}, a.argc(), a.argv()); }), "reload: "));
+}
+
+// --- The newer timeouts ----------------------------------------------------------------------
+
+TEST_F(ConfigFileTest, NewTimeoutsAreReadFromTheFile) {
+    const config c = load("request_timeout = \"2m\"\n"
+                          "lingering_time = \"10s\"\n"
+                          "lingering_timeout = \"2s\"\n"
+                          "max_connection_age = \"1h\"\n"
+                          "close_spread_time = \"500ms\"\n"
+                          "keep_alive_min_timeout = \"2s\"\n"
+                          "trust_forwarded = true\n");
+    EXPECT_EQ(c.request_timeout, 2min);
+    EXPECT_EQ(c.lingering_time, 10s);
+    EXPECT_EQ(c.lingering_timeout, 2s);
+    EXPECT_EQ(c.max_connection_age, 1h);
+    EXPECT_EQ(c.close_spread_time, 500ms);
+    EXPECT_EQ(c.keep_alive_min_timeout, 2s);
+    EXPECT_TRUE(c.trust_forwarded);
+}
+
+TEST_F(ConfigFileTest, NewTimeoutsZeroRules) {
+    const config c = load("max_connection_age = \"0s\"\n"
+                          "close_spread_time = \"0s\"\n"
+                          "keep_alive_min_timeout = \"0s\"\n");
+    EXPECT_EQ(c.max_connection_age, 0s);
+    EXPECT_EQ(c.close_spread_time, 0s);
+    EXPECT_EQ(c.keep_alive_min_timeout, 0s);
+    for (const std::string key : {"request_timeout", "lingering_time", "lingering_timeout"}) {
+        EXPECT_TRUE(contains(load_error("\n" + key + " = \"0s\"\n", 2),
+                             key + ": must be more than zero, got \"0s\""));
+    }
+    EXPECT_TRUE(contains(load_error("max_connection_age = \"25h\"\n", 1),
+                         "max_connection_age: must be at most 24h"));
+    EXPECT_TRUE(contains(load_error("request_timeout = 300\n", 1),
+                         "request_timeout: expected a duration such as"));
+    EXPECT_TRUE(contains(load_error("trust_forwarded = \"yes\"\n", 1),
+                         "trust_forwarded: expected true or false, got \"yes\""));
+}
+
+TEST(CommandLine, NewTimeoutFlags) {
+    const command_line cl = parse(args{"--request-timeout", "30s", "--max-connection-age=10m"});
+    EXPECT_EQ(cl.cfg.request_timeout, 30s);
+    EXPECT_EQ(cl.cfg.max_connection_age, 10min);
+    EXPECT_TRUE(contains(error_of([&] {
+                             parse(args{"--request-timeout", "0s"});
+                         }),
+                         "--request-timeout: must be more than zero, got \"0s\""));
+    EXPECT_EQ(error_of([&] {
+                  parse(args{"--max-connection-age", "1"});
+              }).rfind("--max-connection-age: expected a duration", 0),
+              0U);
+    EXPECT_EQ(error_of([&] { parse(args{"--request-timeout"}); }),
+              "--request-timeout: expected a value");
+}
+
+// --- Routes and upstreams --------------------------------------------------------------------
+
+const std::string app_upstream = "[upstream.app]\n"
+                                 "servers = [\"127.0.0.1:3000\", \"unix:/run/app.sock\"]\n";
+
+TEST(ParseUpstreamServer, AcceptsHostPortAndUnixPaths) {
+    EXPECT_EQ(parse_upstream_server("127.0.0.1:3000", "s"),
+              (upstream_server{"127.0.0.1", 3000, {}}));
+    EXPECT_EQ(parse_upstream_server("[::1]:80", "s"), (upstream_server{"::1", 80, {}}));
+    EXPECT_EQ(parse_upstream_server("localhost:8000", "s"),
+              (upstream_server{"localhost", 8000, {}}));
+    EXPECT_EQ(parse_upstream_server("unix:/run/app.sock", "s"),
+              (upstream_server{"", 0, "/run/app.sock"}));
+}
+
+TEST(ParseUpstreamServer, RejectsWhatCannotBeConnectedTo) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {":3000", "missing the host"},
+        {"127.0.0.1:0", "the port must be a number from 1 to 65535"},
+        {"app.internal:80", "numeric IP address or localhost"},
+        {"127.0.0.1", "missing :PORT"},
+        {"unix:", "missing the socket's path"},
+        {"unix:/" + std::string(120, 'a'), "at most 107 bytes"},
+    };
+    for (const auto& [text, reason] : cases) {
+        const std::string message = error_of([&] { parse_upstream_server(text, "srv"); });
+        EXPECT_TRUE(one_line(message));
+        EXPECT_EQ(
+            message.rfind("srv: expected HOST:PORT such as \"127.0.0.1:3000\" or unix:PATH", 0), 0U)
+            << message;
+        EXPECT_TRUE(contains(message, reason)) << text;
+    }
+}
+
+TEST_F(ConfigFileTest, RoutesAndUpstreamsAreRead) {
+    const config c = load("[[route]]\n"
+                          "prefix = \"/api/\"\n"
+                          "upstream = \"app\"\n"
+                          "\n"
+                          "[[route]]\n"
+                          "prefix = \"/static/\"\n"
+                          "docroot = \"/srv/static\"\n"
+                          "cache_control = \"public, max-age=60\"\n"
+                          "\n"
+                          "[[route]]\n"
+                          "prefix = \"/\"\n"
+                          "respond = \"hello\"\n"
+                          "\n" +
+                          app_upstream +
+                          "balance = \"least_conn\"\n"
+                          "max_idle = 0\n"
+                          "idle_timeout = \"30s\"\n"
+                          "connect_timeout = \"1s\"\n"
+                          "send_timeout = \"2s\"\n"
+                          "response_timeout = \"3s\"\n"
+                          "read_timeout = \"4s\"\n"
+                          "fail_timeout = \"5s\"\n"
+                          "\n"
+                          "[upstream.other-1_b]\n"
+                          "servers = [\"[::1]:81\"]\n");
+    ASSERT_EQ(c.routes.size(), 3U);
+    EXPECT_EQ(c.routes[0], (route_config{"/api/", route_config::kind::proxy, {}, "app", {}}));
+    EXPECT_EQ(c.routes[1],
+              (route_config{
+                  "/static/", route_config::kind::files, "/srv/static", {}, "public, max-age=60"}));
+    EXPECT_EQ(c.routes[2], (route_config{"/", route_config::kind::hello, {}, {}, {}}));
+
+    ASSERT_EQ(c.upstreams.size(), 2U);
+    const upstream_config& app = c.upstreams[0];
+    EXPECT_EQ(app.name, "app");
+    EXPECT_EQ(app.servers,
+              (std::vector<upstream_server>{{"127.0.0.1", 3000, {}}, {"", 0, "/run/app.sock"}}));
+    EXPECT_EQ(app.balance, upstream_config::balance_kind::least_conn);
+    EXPECT_EQ(app.max_idle, 0U);
+    EXPECT_EQ(app.idle_timeout, 30s);
+    EXPECT_EQ(app.connect_timeout, 1s);
+    EXPECT_EQ(app.send_timeout, 2s);
+    EXPECT_EQ(app.response_timeout, 3s);
+    EXPECT_EQ(app.read_timeout, 4s);
+    EXPECT_EQ(app.fail_timeout, 5s);
+    const upstream_config& other = c.upstreams[1];
+    EXPECT_EQ(other.name, "other-1_b");
+    EXPECT_EQ(other.servers, (std::vector<upstream_server>{{"::1", 81, {}}}));
+    EXPECT_EQ(other.balance, upstream_config::balance_kind::round_robin);
+    EXPECT_EQ(other.max_idle, 32U);
+    EXPECT_EQ(other.idle_timeout, 60s);
+}
+
+TEST_F(ConfigFileTest, UpstreamMayBeDefinedAfterTheRouteThatNamesIt) {
+    const config c = load("[[route]]\nprefix = \"/api/\"\nupstream = \"app\"\n\n" + app_upstream);
+    ASSERT_EQ(c.routes.size(), 1U);
+    EXPECT_EQ(c.upstreams.size(), 1U);
+}
+
+TEST_F(ConfigFileTest, RouteErrorsNameTheRouteAndTheLine) {
+    const std::vector<std::tuple<std::string, int, std::string>> cases{
+        {app_upstream + "\n[[route]]\nprefix = \"/a/\"\nupstream = \"app\"\n\n[[route]]\n"
+                        "prefix = \"/b/\"\nupstream = \"x\"\n",
+         10, "route[2].upstream: no upstream named \"x\""},
+        {app_upstream + "[[route]]\nprefix = \"/a/\"\nupstream = \"ap\"\n", 5,
+         "route[1].upstream: no upstream named \"ap\" (did you mean \"app\"?)"},
+        {"[[route]]\nprefix = \"/a/\"\nupstream = \"app\"\n", 3,
+         "route[1].upstream: no upstream named \"app\""},
+        {"workers = 1\n[[route]]\nprefix = \"/a/\"\n", 2,
+         "route[1]: needs exactly one of upstream, docroot or respond"},
+        {"[[route]]\nprefix = \"/a/\"\ndocroot = \"/srv\"\nrespond = \"hello\"\n", 1,
+         "route[1]: needs exactly one of upstream, docroot or respond, got docroot and respond"},
+        {"[[route]]\nprefix = \"/a/\"\nupstream = \"a\"\ndocroot = \"/srv\"\nrespond = \"hello\"\n",
+         1, "got upstream, docroot and respond"},
+        {"[[route]]\nrespond = \"hello\"\n", 1,
+         "route[1].prefix: required, such as prefix = \"/api/\""},
+        {"[[route]]\nprefix = \"api/\"\nrespond = \"hello\"\n", 2,
+         "route[1].prefix: must start with \"/\", got \"api/\""},
+        {"[[route]]\nprefix = \"\"\nrespond = \"hello\"\n", 2,
+         "route[1].prefix: must start with \"/\", got \"\""},
+        {"[[route]]\nprefix = 5\nrespond = \"hello\"\n", 2, "route[1].prefix: expected a string"},
+        {"[[route]]\nprefix = \"/a/\"\nrespond = \"hello\"\n[[route]]\nprefix = \"/b/\"\n"
+         "respond = \"hello\"\n[[route]]\n\nprefix = \"/a/\"\nrespond = \"hello\"\n",
+         9, "route[3].prefix: \"/a/\" is already the prefix of route[1]"},
+        {"[[route]]\nprefix = \"/a/\"\nrespond = \"hi\"\n", 3,
+         "route[1].respond: expected \"hello\", got \"hi\""},
+        {"[[route]]\nprefix = \"/a/\"\nrespond = \"hello\"\ncache_control = \"no-store\"\n", 4,
+         "route[1].cache_control: only a docroot route sends Cache-Control"},
+        {"[[route]]\nprefix = \"/a/\"\ndocroot = \"/srv\"\ncache_control = \"a\\r\\nb: c\"\n", 4,
+         "route[1].cache_control: only visible ASCII and spaces are allowed, got \"a\\x0d\\x0ab: "
+         "c\""},
+        {"[[route]]\nprefix = \"/a/\"\ndocroot = \"\"\n", 3,
+         "route[1].docroot: expected a directory path, got an empty string"},
+        {"[[route]]\nprefix = \"/a/\"\nrespond = \"hello\"\nupstreams = \"app\"\n", 4,
+         "route[1]: unknown key \"upstreams\" (did you mean \"upstream\"?)"},
+        {"route = \"/\"\n", 1, "route: expected [[route]] tables, got \"/\""},
+        {"route = []\n", 1, "route: expected [[route]] tables, got an array"},
+        {"docroot = \"/srv\"\n\n[[route]]\nprefix = \"/\"\nrespond = \"hello\"\n", 4,
+         "route[1].prefix: \"/\" conflicts with docroot (line 1), which is shorthand for a route "
+         "\"/\"; keep one"},
+    };
+    for (const auto& [text, line, expected] : cases) {
+        const std::string message = load_error(text, line);
+        EXPECT_TRUE(contains(message, expected)) << text;
+    }
+}
+
+TEST_F(ConfigFileTest, UpstreamErrorsNameTheUpstreamAndTheLine) {
+    const std::vector<std::tuple<std::string, int, std::string>> cases{
+        {"[upstream.app]\nbalance = \"least_conn\"\n", 1,
+         "upstream.app.servers: required: at least one HOST:PORT or unix:PATH"},
+        {"[upstream.app]\nservers = []\n", 1, "upstream.app.servers: required"},
+        {"[upstream.app]\nservers = [\n  \"127.0.0.1:1\",\n  \"127.0.0.1:1\",\n]\n", 4,
+         "upstream.app.servers: \"127.0.0.1:1\" is listed twice"},
+        {"[upstream.app]\nservers = [\"unix:/a\", \"unix:/a\"]\n", 2,
+         "upstream.app.servers: \"unix:/a\" is listed twice"},
+        {"[upstream.app]\nservers = [\n  \"example.com:80\",\n]\n", 3,
+         "upstream.app.servers: expected HOST:PORT such as"},
+        {"[upstream.app]\nservers = [\n  80,\n]\n", 3, "upstream.app.servers: expected HOST:PORT"},
+        {"[upstream.app]\nservers = 80\n", 2,
+         "upstream.app.servers: expected an array of HOST:PORT or unix:PATH strings, got 80"},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nbalance = \"random\"\n", 3,
+         "upstream.app.balance: expected \"round_robin\" or \"least_conn\", got \"random\""},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nmax_idle = -1\n", 3,
+         "upstream.app.max_idle: expected an integer from 0 to 65535 (0: no pooling), got -1"},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nconnect_timeout = \"0s\"\n", 3,
+         "upstream.app.connect_timeout: must be more than zero, got \"0s\""},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nfail_timeout = \"25h\"\n", 3,
+         "upstream.app.fail_timeout: must be at most 24h"},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nread_timeout = 60\n", 3,
+         "upstream.app.read_timeout: expected a duration such as"},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nconect_timeout = \"1s\"\n", 3,
+         "upstream.app: unknown key \"conect_timeout\" (did you mean \"connect_timeout\"?)"},
+        {"[upstream.\"a b\"]\nservers = [\"127.0.0.1:1\"]\n", 1,
+         "upstream.\"a b\": a name is letters, digits, \"_\" and \"-\""},
+        {"[upstream.\"\"]\nservers = [\"127.0.0.1:1\"]\n", 1, "upstream.\"\": a name is letters"},
+        {"upstream = \"app\"\n", 1, "upstream: expected [upstream.NAME] tables, got \"app\""},
+        {"[upstream]\napp = 5\n", 2, "upstream.app: expected a table [upstream.app], got 5"},
+    };
+    for (const auto& [text, line, expected] : cases) {
+        const std::string message = load_error(text, line);
+        EXPECT_TRUE(contains(message, expected)) << text;
+    }
+}
+
+TEST_F(ConfigFileTest, UnknownTopLevelTableStillExplained) {
+    EXPECT_TRUE(contains(load_error("[routes]\nprefix = \"/\"\n", 1),
+                         "unknown key \"routes\" (did you mean \"route\"?)"));
+}
+
+TEST(EffectiveRoutes, AddTheImpliedRootRoute) {
+    config c;
+    EXPECT_EQ(effective_routes(c),
+              (std::vector<route_config>{{"/", route_config::kind::hello, {}, {}, {}}}));
+    c.docroot = "/srv/www";
+    EXPECT_EQ(effective_routes(c),
+              (std::vector<route_config>{{"/", route_config::kind::files, "/srv/www", {}, {}}}));
+    c.routes = {{"/api/", route_config::kind::proxy, {}, "app", {}}};
+    EXPECT_EQ(effective_routes(c),
+              (std::vector<route_config>{{"/api/", route_config::kind::proxy, {}, "app", {}},
+                                         {"/", route_config::kind::files, "/srv/www", {}, {}}}));
+    c.docroot.reset();
+    c.routes.push_back({"/", route_config::kind::proxy, {}, "app", {}});
+    EXPECT_EQ(effective_routes(c), c.routes);
+}
+
+TEST(CommandLine, ProxyIsOneUpstreamAndARoute) {
+    const command_line cl = parse(args{"--proxy", "127.0.0.1:3000"});
+    upstream_config upstream;
+    upstream.name = "default";
+    upstream.servers = {{"127.0.0.1", 3000, {}}};
+    EXPECT_EQ(cl.cfg.upstreams, std::vector<upstream_config>{upstream});
+    EXPECT_EQ(cl.cfg.routes,
+              (std::vector<route_config>{{"/", route_config::kind::proxy, {}, "default", {}}}));
+    EXPECT_EQ(effective_routes(cl.cfg), cl.cfg.routes);
+    EXPECT_EQ(parse(args{"--proxy=unix:/run/app.sock"}).cfg.upstreams.at(0).servers,
+              (std::vector<upstream_server>{{"", 0, "/run/app.sock"}}));
+}
+
+TEST(CommandLine, ProxyErrors) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"--proxy", "nope"}, "--proxy: expected HOST:PORT such as \"127.0.0.1:3000\""},
+        {{"--proxy"}, "--proxy: expected a value"},
+        {{"--proxy", "127.0.0.1:1", "--proxy", "127.0.0.1:2"}, "--proxy: given more than once"},
+        {{"--proxy", "127.0.0.1:1", "--docroot", "/srv"},
+         "--proxy: conflicts with docroot, which also answers \"/\""},
+    };
+    for (const auto& [list, expected] : cases) {
+        const args a(list);
+        const std::string message = error_of([&] { parse(a); });
+        EXPECT_TRUE(one_line(message));
+        EXPECT_EQ(message.rfind(expected, 0), 0U) << "got: " << message;
+    }
+}
+
+TEST_F(ConfigFileTest, FlagsThatConflictWithTheFilesRoutes) {
+    const fs::path root_route = write("[[route]]\nprefix = \"/\"\nrespond = \"hello\"\n", "r.toml");
+    EXPECT_EQ(error_of([&] {
+                  parse(args{"--config", root_route.string(), "--docroot", "/srv"});
+              }),
+              "--docroot: conflicts with route[1] of the config file, which already answers "
+              "\"/\" (docroot is shorthand for a route \"/\")");
+    EXPECT_EQ(error_of([&] {
+                  parse(args{"--config", root_route.string(), "--proxy", "127.0.0.1:1"});
+              }),
+              "--proxy: conflicts with route[1] of the config file, which already answers \"/\"");
+    const fs::path docroot = write("docroot = \"/srv\"\n", "d.toml");
+    EXPECT_EQ(error_of([&] {
+                  parse(args{"--config", docroot.string(), "--proxy", "127.0.0.1:1"});
+              }),
+              "--proxy: conflicts with docroot, which also answers \"/\"");
+    const fs::path named = write("[upstream.default]\nservers = [\"127.0.0.1:2\"]\n", "u.toml");
+    EXPECT_EQ(error_of([&] {
+                  parse(args{"--config", named.string(), "--proxy", "127.0.0.1:1"});
+              }),
+              "--proxy: the config file already defines an upstream named \"default\"");
+
+    // A docroot flag over the file's docroot is an override, not a conflict.
+    EXPECT_EQ(parse(args{"--config", docroot.string(), "--docroot", "/www"}).cfg.docroot, "/www");
+    // The proxy flag beside the file's other routes is fine.
+    const fs::path api = write("[[route]]\nprefix = \"/api/\"\nrespond = \"hello\"\n", "a.toml");
+    const command_line cl = parse(args{"--config", api.string(), "--proxy", "127.0.0.1:1"});
+    EXPECT_EQ(cl.cfg.routes.size(), 2U);
+}
+
+TEST_F(ConfigFileTest, ReloadReadsRoutesAgain) {
+    const fs::path file = write(app_upstream + "[[route]]\nprefix = \"/a/\"\nupstream = \"app\"\n");
+    const args a{"--config", file.string()};
+    const config first = parse(a).cfg;
+    EXPECT_EQ(first.routes.size(), 1U);
+    write(app_upstream);
+    const config second = reload_config(first, a.argc(), a.argv());
+    EXPECT_TRUE(second.routes.empty());
+    EXPECT_EQ(second.upstreams.size(), 1U);
+}
+
+TEST_F(ConfigFileTest, ExampleFileRoutesAndUpstreamsAreValidWhenUncommented) {
+    std::ifstream in(example_file);
+    std::string line;
+    std::string text;
+    bool in_block = false;
+    // The commented [[route]] and [upstream.NAME] examples, uncommented, with the example's own
+    // "/" docroot uncommented too: a valid file.
+    while (std::getline(in, line)) {
+        if (line.rfind("# [[route]]", 0) == 0 || line.rfind("# [upstream.", 0) == 0) {
+            in_block = true;
+        }
+        const bool key = line.rfind("# ", 0) == 0 && line.find(" = ") != std::string::npos;
+        const bool header = line == "# [[route]]" || line.rfind("# [upstream.", 0) == 0;
+        if (in_block && (key || header)) line = line.substr(2);
+        text += line + "\n";
+    }
+    const config c = load(text);
+    EXPECT_FALSE(c.routes.empty());
+    EXPECT_FALSE(c.upstreams.empty());
 }
 
 } // namespace
