@@ -53,8 +53,10 @@ public:
     std::size_t expire(clock::time_point now, std::size_t budget,
                        expiry_stats* stats = nullptr) noexcept;
 
-    /// Expires the `count` oldest entries now, due or not (graceful stop, fd pressure).
-    std::size_t expire_oldest(std::size_t count) noexcept;
+    /// Moves every entry of `from` here, each keeping its idle_start and taking this list's
+    /// timeout, merged by idle_start so this list stays sorted (entries already here go first
+    /// among equals). O(size() + from.size()), no allocation. `from` ends empty.
+    void merge(idle_list& from) noexcept;
 
     /// Unlinks every entry without running callbacks.
     void detach_all() noexcept;
