@@ -20,6 +20,8 @@ struct expiry_stats {
     std::uint64_t wake_us_sum = 0; ///< time spent expiring, over all wakes
     std::uint64_t wake_us_max = 0; ///< the longest single wake: how long expiry held the loop
     std::uint64_t late_sum_us = 0;
+    /// Timer waits or batch continuations that could not be queued for lack of memory.
+    std::uint64_t schedule_failures = 0;
     std::array<std::uint64_t, bounds_us.size() + 1> late_buckets{}; ///< not cumulative
 
     void record(std::chrono::steady_clock::duration late) noexcept {
@@ -46,6 +48,7 @@ struct expiry_stats {
         wake_us_sum += o.wake_us_sum;
         if (o.wake_us_max > wake_us_max) wake_us_max = o.wake_us_max;
         late_sum_us += o.late_sum_us;
+        schedule_failures += o.schedule_failures;
         for (std::size_t i = 0; i < late_buckets.size(); ++i)
             late_buckets[i] += o.late_buckets[i];
         return *this;
