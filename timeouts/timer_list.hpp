@@ -38,6 +38,7 @@ struct fault_injection {
 /// completion that outlives the registry finds the list detached rather than freed.
 class timer_list final : public idle_list, public std::enable_shared_from_this<timer_list> {
 public:
+    /// An empty, unarmed list of `registry`, whose timer runs on `io`.
     timer_list(timeout_registry& registry, boost::asio::io_context& io, clock::duration timeout);
 
     /// Arms the timer for the head if the list has entries and nothing is pending.
@@ -56,7 +57,9 @@ public:
     /// Expires up to `budget` entries due at `now`, counting them in the registry's stats.
     std::size_t run_expiry(clock::time_point now, std::size_t budget) noexcept;
 
+    /// Whether its callbacks are running (the list is then neither armed nor pruned).
     [[nodiscard]] bool expiring() const noexcept { return expiring_; }
+    /// Whether a wait or a batch continuation is pending.
     [[nodiscard]] bool armed() const noexcept { return armed_; }
 
 private:
