@@ -40,6 +40,8 @@ public:
         : socket_(std::move(socket)), timeouts_(timeouts), opts_(opts) {}
 
     void start() {
+        error_code ignored;
+        socket_.set_option(tcp::no_delay(true), ignored); // one small write per echoed line
         // The login deadline is a total: enrolled once, never touched. enroll may allocate (the
         // first connection creates the list) and so may throw: give up on this connection.
         try {

@@ -34,6 +34,8 @@ public:
     session(tcp::socket socket, const options& opts) : stream_(std::move(socket)), opts_(opts) {}
 
     void start() {
+        error_code ignored;
+        stream_.socket().set_option(tcp::no_delay(true), ignored); // one small write per line
         stream_.expires_after(opts_.login_timeout); // a total: not reset until the login
         do_read();
     }
