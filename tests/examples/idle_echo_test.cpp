@@ -77,9 +77,9 @@ protected:
     static void SetUpTestSuite() {
         int out[2];
         ASSERT_EQ(::pipe(out), 0);
-        pid_ = ::fork();
-        ASSERT_GE(pid_, 0);
-        if (pid_ == 0) {
+        child_pid = ::fork();
+        ASSERT_GE(child_pid, 0);
+        if (child_pid == 0) {
             ::dup2(out[1], STDOUT_FILENO);
             ::close(out[0]);
             ::close(out[1]);
@@ -95,32 +95,32 @@ protected:
         char c;
         while (::read(out[0], &c, 1) == 1 && c != '\n')
             line += c;
-        out_ = out[0]; // kept open: the server prints its count of timeouts as it exits
+        child_stdout = out[0]; // kept open: the server prints its count of timeouts as it exits
         const auto colon = line.rfind(':');
         ASSERT_NE(colon, std::string::npos) << line;
-        port_ = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
-        ASSERT_NE(port_, 0);
+        port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
+        ASSERT_NE(port, 0);
     }
     static void TearDownTestSuite() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGTERM);
+        if (child_pid <= 0) return;
+        ::kill(child_pid, SIGTERM);
         int st = 0;
-        ::waitpid(pid_, &st, 0);
-        ::close(out_);
+        ::waitpid(child_pid, &st, 0);
+        ::close(child_stdout);
         EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "wait status " << st;
     }
 
     static std::unique_ptr<client> logged_in(const std::string& name) {
-        auto c = std::make_unique<client>(port_);
+        auto c = std::make_unique<client>(port);
         EXPECT_TRUE(c->connected());
         EXPECT_TRUE(c->send("LOGIN " + name + "\n"));
         EXPECT_EQ(c->read_line(), "HELLO " + name);
         return c;
     }
 
-    static inline pid_t pid_ = -1;
-    static inline std::uint16_t port_ = 0;
-    static inline int out_ = -1;
+    static inline pid_t child_pid = -1;
+    static inline std::uint16_t port = 0;
+    static inline int child_stdout = -1;
 };
 
 TEST_F(IdleEchoTest, EchoesLinesAfterLogin) {
@@ -133,7 +133,7 @@ TEST_F(IdleEchoTest, EchoesLinesAfterLogin) {
 }
 
 TEST_F(IdleEchoTest, AnythingButLoginIsRefused) {
-    client c(port_);
+    client c(port);
     ASSERT_TRUE(c.send("hello\n"));
     EXPECT_EQ(c.read_line(), "ERROR expected LOGIN <name>");
     EXPECT_TRUE(c.closed_by_server());
@@ -141,7 +141,7 @@ TEST_F(IdleEchoTest, AnythingButLoginIsRefused) {
 
 TEST_F(IdleEchoTest, LoginTimeoutClosesASilentConnection) {
     const auto start = steady::now();
-    client c(port_);
+    client c(port);
     ASSERT_TRUE(c.connected());
     EXPECT_TRUE(c.closed_by_server());
     EXPECT_GE(steady::now() - start, login_timeout);
