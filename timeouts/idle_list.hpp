@@ -22,9 +22,9 @@ namespace tarry::timeouts {
 /// timeout_registry::find() or timeout_registry::for_each_list(); use the registry's enroll,
 /// touch and unenroll rather than the list's own members, which do not manage the timer.
 ///
-/// Every member is O(1) except expire() (O(expired)), merge() and detach_all() (O(size)).
-/// Nothing allocates, reads a clock or throws. Not thread-safe: one thread uses a list and
-/// its entries.
+/// Every member is O(1) except expire() (O(expired)), merge() (O(both sizes)) and detach_all()
+/// (O(size)). Nothing allocates, reads a clock or throws. Not thread-safe: one thread uses a list
+/// and its entries.
 class idle_list {
 public:
     /// An empty list whose entries expire `timeout` after their last activity.
