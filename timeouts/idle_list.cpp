@@ -45,16 +45,29 @@ std::size_t idle_list::expire(clock::time_point now, std::size_t budget,
     return n;
 }
 
-std::size_t idle_list::expire_oldest(std::size_t count) noexcept {
-    std::size_t n = 0;
-    while (n < count && head_ != nullptr) {
-        idle_entry& e = *head_;
-        pop(e);
-        ++n;
-        e.on_expire_(e.context_);
+void idle_list::merge(idle_list& from) noexcept {
+    if (&from == this || from.head_ == nullptr) return;
+    // Both lists are sorted by idle_start, so one forward walk of this list places every entry
+    // of `from`: `pos` only ever moves towards the tail.
+    idle_entry* pos = head_;
+    while (from.head_ != nullptr) {
+        idle_entry& e = *from.head_;
+        from.pop(e);
+        while (pos != nullptr && pos->idle_start_ <= e.idle_start_)
+            pos = pos->next_;
+        e.idle_timeout_ = timeout_;
+        e.list_ = this;
+        if (pos == nullptr) {
+            link_back(e);
+        } else {
+            e.next_ = pos;
+            e.prev_ = pos->prev_;
+            (pos->prev_ != nullptr ? pos->prev_->next_ : head_) = &e;
+            pos->prev_ = &e;
+        }
+        ++size_;
     }
-    if (n != 0 && head_ == nullptr) on_emptied();
-    return n;
+    from.on_emptied();
 }
 
 void idle_list::detach_all() noexcept {

@@ -2,7 +2,6 @@
 
 #include "timer_list.hpp"
 
-#include <algorithm>
 #include <vector>
 
 namespace tarry::timeouts {
@@ -37,9 +36,10 @@ void timeout_registry::enroll(idle_entry& e, clock::duration timeout, clock::tim
         target.touch(e, now);
         return;
     }
+    // Queue the wait before moving anything: if that throws, `e` is still where it was.
+    target.ensure_armed_for(now + timeout);
     unenroll(e);
     target.push_back(e, now);
-    target.ensure_armed();
 }
 
 void timeout_registry::retime(clock::duration from, clock::duration to) {
@@ -48,25 +48,9 @@ void timeout_registry::retime(clock::duration from, clock::duration to) {
     const std::shared_ptr<timer_list> source = it->second;
     timer_list& target = list_for(to);
     // Both lists are sorted by idle_start; so is their merge, which keeps the target sorted by
-    // deadline since every entry in it gets the same duration.
-    std::vector<idle_entry*> a;
-    std::vector<idle_entry*> b;
-    a.reserve(target.size());
-    b.reserve(source->size());
-    for (idle_entry* e = target.front(); e != nullptr; e = idle_list::next(*e))
-        a.push_back(e);
-    for (idle_entry* e = source->front(); e != nullptr; e = idle_list::next(*e))
-        b.push_back(e);
-    std::vector<idle_entry*> merged(a.size() + b.size());
-    std::merge(
-        a.begin(), a.end(), b.begin(), b.end(), merged.begin(),
-        [](const idle_entry* x, const idle_entry* y) { return x->idle_start() < y->idle_start(); });
-    target.detach_all();
-    source->detach_all();
-    for (idle_entry* e : merged)
-        target.push_back(*e, e->idle_start());
-    source->rearm(); // empty now: cancels its wait
-    target.rearm();  // its head may be earlier than the deadline it was armed for
+    // deadline since every entry in it gets the same duration. The source, emptied, disarms.
+    target.merge(*source);
+    target.rearm(); // its head may be earlier than the deadline it was armed for
 }
 
 idle_list* timeout_registry::find(clock::duration timeout) const noexcept {
@@ -84,7 +68,7 @@ std::size_t timeout_registry::expire_due(clock::time_point now) {
     for (auto& list : snapshot) {
         // Only the entries present now: a callback that re-enrolls with a zero timeout must
         // not keep this loop going.
-        n += list->expire_batch(now, list->size());
+        n += list->run_expiry(now, list->size());
         list->ensure_armed();
     }
     return n;

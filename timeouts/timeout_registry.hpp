@@ -1,51 +1,115 @@
 #pragma once
 
-// HOW AND WHY
-//
-// A server holding thousands of keep-alive connections must notice the ones that went quiet, and
-// must do it while the busy ones bump their "last active" time on every read and write. libev's
-// manual ("Be smart about timeouts") lists four ways to keep such an activity timeout:
-//
-//   1. stop and restart a timer on every activity: simple, and two heap operations each time;
-//   2. re-arm the timer on every activity: one heap operation (O(log n)) each time; this is what
-//      Boost.Beast's tcp_stream does with its per-connection steady_timer;
-//   3. let the timer fire at the old deadline and, if there was activity since, re-arm it then:
-//      cheaper, still one heap entry per connection;
-//   4. when many timeouts share one duration, keep them in a doubly-linked list in activity
-//      order, with a single timer on the head: activity is an O(1) unlink and append.
-//
-// We use the fourth, as Node.js timers and h2o (<= 2.2) do. Appending with idle_start = now keeps
-// each list sorted by deadline for free, because every entry in it has the same duration. Asio
-// keeps its timers in a binary heap where a re-arm costs O(log n) plus a cancelled handler; here
-// a touch is two pointer swaps and a clock read, whatever the number of connections.
-//
-//   registry (one per io_context, i.e. per thread)
-//     |
-//     +-- 65s list:  [head: oldest] <-> [..] <-> [tail: newest]    one steady_timer @ head deadline
-//     +-- 60s list:  [..] <-> [..]                                 one steady_timer
-//     +-- 250ms list: (empty)                                      no pending wait
-//
-// How the promises are kept:
-//
-// - Touch never touches a timer. The list's timer wakes at the head's deadline as it was when
-//   armed. If the head was touched since, nothing is due and the timer is re-armed for the new
-//   head: one timer operation per timeout period per list, not per activity.
-// - Never early. Expiry compares deadlines with a fresh steady_clock reading taken when the timer
-//   fires, never with a cached loop time, so a timer that fires late or a loop that was busy can
-//   only make an expiry late.
-// - Entries are unlinked before their callback runs and the head is re-read every round, so a
-//   callback may re-enroll its own entry, or destroy the next one.
-// - Bounded work per wake: at most `expire_batch` entries expire per handler; if more are due,
-//   the rest continue in a posted handler, so other I/O runs in between (a mass expiry of 100k
-//   connections never blocks the loop for long).
-// - Nothing idle keeps io_context::run() alive. Asio has no uv_unref, so the rule is: a list's
-//   timer has a pending wait only while the list has entries. It is armed when the list goes
-//   from empty to non-empty and cancelled when the last entry leaves.
-// - Lifetimes. Destroying an enrolled entry unlinks it; destroying the registry detaches every
-//   entry (they become unenrolled, none expires) and cancels the timers. A completion that is
-//   already queued holds its list alive and finds it detached.
-//
-// Thread model: one registry per io_context, run by one thread. No locks anywhere.
+/**
+@file
+@brief The timeouts core's entry point: per-duration idle lists, one Asio timer per list.
+
+# How and why
+
+A server holding thousands of keep-alive connections must notice the ones that went quiet,
+and must do it while the busy ones bump their "last active" time on every read and write.
+libev's manual ("Be smart about timeouts") lists four ways to keep such an activity timeout:
+
+ 1. stop and restart a timer on every activity: simple, and two heap operations each time;
+ 2. re-arm the timer on every activity: one heap operation (O(log n)) each time; this is what
+    Boost.Beast's `tcp_stream` does with its per-connection `steady_timer`;
+ 3. let the timer fire at the old deadline and, if there was activity since, re-arm it then:
+    cheaper, still one heap entry per connection;
+ 4. when many timeouts share one duration, keep them in a doubly-linked list in activity
+    order, with a single timer on the head: activity is an O(1) unlink and append.
+
+We use the fourth, as Node.js timers and h2o (<= 2.2) do. Appending with `idle_start = now`
+keeps each list sorted by deadline for free, because every entry in it has the same
+duration: the head is always the next to expire, and nothing is ever compared.
+
+## One timer per list, not per connection
+
+Asio keeps every `steady_timer` of an `io_context` in one binary heap ordered by expiry. Give
+each connection its own timer and that heap holds one node per connection: every activity
+re-arms one (O(log n) sift, plus a cancelled handler that must still be run), and 100,000
+idle connections are 100,000 heap nodes and 100,000 pending operations. Here the heap holds
+one timer per *list*, that is per distinct duration: a handful (keep-alive, header, body,
+send), whatever the number of connections. The work is split by what each structure is good
+at: the intrusive list orders the connections of one duration (by appending, O(1)); Asio's
+heap orders the lists by their heads' deadlines (O(log lists), which is O(1) in practice). A
+touch is a clock read and two pointer swaps and never reaches the heap.
+
+@verbatim
+  timeout_registry (one per io_context)             Asio's timer heap: O(lists) nodes
+
+  65s list:    D <-> E <-> F <-> G   ------------>   timer @ D's deadline
+  60s list:    A <-> B               ------------>   timer @ A's deadline
+  300ms list:  C                     ------------>   timer @ C's deadline
+  1s list:     (empty)                               no pending wait
+               ^head (oldest)  ^tail (newest)
+
+  touch(E): E.idle_start = now; unlink E; append after G.    No timer operation.
+  The 65s timer wakes at D's deadline: D is unlinked, then its callback runs. The head is
+  now F (E moved behind G), so the timer is re-armed once, for F's deadline.
+@endverbatim
+
+## How the promises are kept
+
+- **Touch never touches a timer.** A list's timer wakes at the head's deadline as it was when
+  armed. If the head was touched since, nothing is due and the timer is re-armed for the new
+  head: one timer operation per timeout period per list, not per activity.
+- **Never early.** Expiry compares deadlines with a fresh `steady_clock` reading taken when
+  the timer fires, never with a cached loop time, so a timer that fires late or a loop that
+  was busy can only make an expiry late.
+- **Callbacks may do almost anything.** An entry is unlinked before its callback runs and the
+  head is re-read every round, so a callback may re-enroll its own entry, or unenroll or
+  destroy the next one.
+- **Bounded work per wake.** At most `expire_batch()` entries expire per handler; if more are
+  due, the rest continue in a posted handler, so other I/O runs in between (a mass expiry of
+  100k connections never blocks the loop for long).
+- **Nothing idle keeps `io_context::run()` alive.** Asio has no `uv_unref`, so the rule is:
+  a list's timer has a pending wait only while the list has entries. It is armed when the
+  list goes from empty to non-empty and cancelled when the last entry leaves.
+- **Lifetimes.** Destroying an enrolled entry unlinks it; destroying the registry detaches
+  every entry (they become unenrolled, none expires) and cancels the timers. A completion
+  that is already queued holds its list alive and finds it detached.
+
+## Retiming a duration
+
+When a configuration reload changes a timeout from 65 s to 10 s, connections already idle
+must move to the new duration *keeping the time they have waited* (one idle for 30 s closes
+at once, not 10 s later). `retime(from, to)` does that without sorting and without
+temporary storage: both lists are sorted by `idle_start`, so the source is spliced into the target
+in one forward walk, like the merge step of a merge sort, each entry taking the new
+duration. The source list ends empty (its timer cancelled) and the target's timer is re-armed
+for its new head, which may be earlier than before.
+
+@verbatim
+  65s list: a(t=0) <-> c(t=20)          10s list: b(t=10) <-> d(t=30)
+  retime(65s, 10s)  ->  10s list: a(0) <-> b(10) <-> c(20) <-> d(30), timer at 0 + 10s
+@endverbatim
+
+## When memory runs out
+
+Touch, unenroll and expiry never allocate. Enroll allocates when it creates the list for a
+duration not in use (a map node, the list and its timer) and, like every call that may queue
+a timer wait, inside Asio (the wait operation; usually served from Asio's per-thread
+recycling cache). Those calls are not `noexcept`: they throw `std::bad_alloc`, and enroll
+then leaves the entry exactly where it was. Inside a timer's handler, which cannot throw, a
+continuation that cannot be posted is replaced by expiring the next batch inline (the loop
+is held longer, but nothing due is left without a wake), and a re-arm that fails leaves the
+list unarmed until the next enroll into it; both are counted in
+`expiry_stats::schedule_failures`.
+
+## Threads
+
+One registry per `io_context`, used only by the thread that runs it: there are no locks
+anywhere, and nothing here is thread-safe. A server with N threads has N registries.
+*/
+
+/**
+@mainpage tarry::timeouts
+
+Idle timeouts for Asio programs (`find_package(tarry CONFIG)`, target `tarry::timeouts`,
+headers `<tarry/timeouts/...>`). Start with timeout_registry.hpp, whose description explains how
+the core works and why; then tarry::timeouts::timeout_registry (enroll, touch, unenroll, retime)
+and tarry::timeouts::idle_entry (the hook an object embeds, and what its callback may do).
+*/
 
 #include "expiry_stats.hpp"
 #include "idle_entry.hpp"
@@ -61,56 +125,129 @@ namespace tarry::timeouts {
 
 class timer_list;
 
+/// @brief Idle timeouts for the objects of one `io_context`: one list and one timer per duration.
+///
+/// Objects embed an idle_entry and `enroll()` it with a duration; `touch()` marks activity;
+/// when an entry has been idle for its whole duration it is unlinked and its callback runs on
+/// the `io_context`'s thread. See the file's description for how and why.
+///
+/// **Threads.** A registry belongs to one `io_context` run by one thread; every call on it, and
+/// on the entries enrolled in it, is made on that thread. Nothing here takes a lock or is
+/// thread-safe. Use one registry per `io_context` (per worker thread).
+///
+/// **Lifetimes.** The `io_context` must outlive the registry. Entries and the registry may die
+/// in either order: destroying an enrolled entry unlinks it; destroying the registry detaches
+/// every entry (each becomes unenrolled, none expires) and cancels its timers. An entry's
+/// address is its identity, so an entry is never copied or moved while enrolled.
+///
+/// **Callbacks** (idle_entry::callback) run from a timer's handler, after the entry has been
+/// unlinked. A callback may enroll, touch or unenroll its own entry or any other, destroy its
+/// own object or any other enrolled object (the next entry included), and enroll into a
+/// duration not yet used. It must not throw (the type is `noexcept`) and must not destroy the
+/// registry synchronously: post that to the `io_context` instead.
+///
+/// **Costs.** Touch and unenroll are O(1) and never allocate or reprogram a timer. A timer
+/// operation happens only when a list goes from empty to non-empty (one `async_wait`), when it
+/// becomes empty (one `cancel`), and once per wake (re-arm for the new head).
 class timeout_registry {
 public:
-    /// Expiry callbacks per wake before the rest is deferred. One expiry in the server (close a
-    /// socket on loopback, free a connection) measured 11-20 us (tarry_timeout_wake_seconds in
-    /// /metrics during a 15000-connection flood), so 16 keeps a wake near a quarter millisecond:
-    /// a busy client's p99 behind a mass expiry was 0.25-0.6 ms with 16, 1-1.8 ms with 64.
+    /// Expiry callbacks per wake before the rest is deferred to a posted handler. One expiry in
+    /// the server (close a socket on loopback, free a connection) measured 11-20 us
+    /// (tarry_timeout_wake_seconds in /metrics during a 15000-connection flood), so 16 keeps a
+    /// wake near a quarter millisecond: a busy client's p99 behind a mass expiry was 0.25-0.6 ms
+    /// with 16, 1-1.8 ms with 64.
     static constexpr std::size_t default_expire_batch = 16;
 
+    /// A registry whose timers run on `io`. Allocates nothing until the first enroll.
+    /// @param io           the `io_context` whose thread will make every call; must outlive
+    ///                     the registry
+    /// @param expire_batch expiry callbacks per wake (0 is taken as 1)
     explicit timeout_registry(boost::asio::io_context& io,
                               std::size_t expire_batch = default_expire_batch);
     timeout_registry(const timeout_registry&) = delete;
     timeout_registry& operator=(const timeout_registry&) = delete;
+    /// Detaches every entry (none expires) and cancels every timer. Must not run inside one of
+    /// this registry's callbacks. Handlers already queued find their list detached and do
+    /// nothing, so the `io_context` may keep running or be destroyed afterwards.
     ~timeout_registry();
 
-    /// Puts `e` at the tail of the list for `timeout`, as active now, moving it out of the list
-    /// it was in. Creates the list (and its timer) on first use of a duration.
+    /// @brief Puts `e` at the tail of the list for `timeout`, active now, moving it out of the
+    /// list it was in (an enroll into its own list is a touch).
+    ///
+    /// Cost: one `steady_clock` read; O(1) otherwise. A timer operation only if the target list
+    /// was empty (one `async_wait`) or the list left becomes empty (one `cancel`).
+    ///
+    /// Allocation: the first enroll into a duration not in use creates its list (a hash-map
+    /// node, the list and its `steady_timer`); queueing a wait may allocate inside Asio
+    /// (normally served from Asio's per-thread recycling cache). Enrolling into a list that
+    /// already has entries (and an armed timer) never allocates.
+    ///
+    /// @throws std::bad_alloc if memory runs out. Strong guarantee: `e` is then exactly where it
+    /// was (still in its old list, or still unenrolled). A caller on a `noexcept` path must
+    /// catch it and give up on the object, as for any other allocation failure (a server
+    /// closes the connection it was starting or moving to a new phase).
     void enroll(idle_entry& e, clock::duration timeout) { enroll(e, timeout, clock::now()); }
+    /// As enroll(idle_entry&, clock::duration), active at `now` instead of reading the clock.
+    /// `now` must not be earlier than any time already passed to this registry.
     void enroll(idle_entry& e, clock::duration timeout, clock::time_point now);
 
-    /// Marks `e` active now: O(1), no timer operation. No effect on an unenrolled entry.
+    /// @brief Marks `e` active now. No effect on an unenrolled entry.
+    ///
+    /// O(1): one `steady_clock` read, an unlink and an append. No allocation, no timer
+    /// operation, whatever the number of entries (the timer finds out when it wakes).
     static void touch(idle_entry& e) noexcept { touch(e, clock::now()); }
+    /// As touch(idle_entry&), active at `now`: no clock read.
     static void touch(idle_entry& e, clock::time_point now) noexcept {
         if (idle_list* l = e.list()) l->touch(e, now);
     }
 
-    /// Removes `e` from its list, if any: O(1).
+    /// @brief Removes `e` from its list, if any; its callback will not run.
+    ///
+    /// O(1), no clock read, no allocation; one timer `cancel` if the list becomes empty.
     static void unenroll(idle_entry& e) noexcept {
         if (idle_list* l = e.list()) l->remove(e);
     }
 
-    /// Moves every entry of the `from` list into the `to` list, each keeping its idle_start, so
-    /// the time already waited counts against the new duration (a reload). O(n + m).
+    /// @brief Moves every entry of the `from` list into the `to` list, each keeping its
+    /// idle_start, so the time already waited counts against the new duration (a reload).
+    ///
+    /// O(n + m) for lists of n and m entries, by an in-place merge: no sort, no temporary
+    /// storage. Timer operations: the emptied `from` list cancels its wait, the `to` list is
+    /// re-armed once. Nothing happens if `from == to` or no entry has `from`.
+    ///
+    /// @throws std::bad_alloc if the `to` list must be created and cannot be (nothing moved),
+    /// or if its timer cannot be re-armed (entries moved; the list waits unarmed until the next
+    /// enroll into it).
     void retime(clock::duration from, clock::duration to);
 
-    /// The list for `timeout`, or nullptr.
+    /// The list for `timeout`, or nullptr if that duration has no list. O(1) (a hash lookup).
+    /// Lists whose entries have all gone are kept until a new duration is first used.
     [[nodiscard]] idle_list* find(clock::duration timeout) const noexcept;
 
-    /// Expires, in every list, the entries due at `now`, as the timers would but without a batch
-    /// limit. For callers that keep their own clock (tests, simulations); timers keep running.
+    /// @brief Expires, in every list, the entries due at `now`, as the timers would but
+    /// without a batch limit: for callers that keep their own clock (tests, simulations).
+    ///
+    /// Only entries present when it starts can expire, so a callback that re-enrolls with a
+    /// zero timeout does not loop. Timers keep running. O(lists + expired); allocates a
+    /// snapshot of the lists (callbacks may add lists).
+    /// @return how many entries expired
+    /// @throws std::bad_alloc if the snapshot or a re-arm cannot be allocated
     std::size_t expire_due(clock::time_point now);
 
-    /// Calls `f(idle_list&)` for each live list.
+    /// Calls `f(idle_list&)` for each list (metrics, or walking the oldest entries under fd
+    /// pressure). `f` must not enroll into a new duration, which may rehash the lists.
     template <class F> void for_each_list(F&& f) const {
         for (const auto& [rep, list] : lists_)
             f(as_idle_list(*list));
     }
 
+    /// How many lists exist (distinct durations in use, plus empty ones not yet pruned).
     [[nodiscard]] std::size_t list_count() const noexcept { return lists_.size(); }
+    /// Expiry callbacks per wake before the rest is deferred.
     [[nodiscard]] std::size_t expire_batch() const noexcept { return expire_batch_; }
+    /// Sets expire_batch() (0 is taken as 1); applies from the next wake.
     void set_expire_batch(std::size_t n) noexcept { expire_batch_ = n == 0 ? 1 : n; }
+    /// Counters and the lateness histogram of every expiry so far.
     [[nodiscard]] const expiry_stats& stats() const noexcept { return stats_; }
 
 private:

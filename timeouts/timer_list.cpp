@@ -4,22 +4,33 @@
 
 #include <boost/asio/post.hpp>
 
+#include <new>
+
 namespace tarry::timeouts {
 
 timer_list::timer_list(timeout_registry& registry, boost::asio::io_context& io,
                        clock::duration timeout)
     : idle_list(timeout), registry_(&registry), timer_(io) {}
 
-void timer_list::ensure_armed() {
-    if (!armed_ && !expiring_ && !empty()) arm(front()->deadline());
+void timer_list::ensure_armed_for(clock::time_point at) {
+    if (!armed_ && !expiring_) arm(empty() ? at : front()->deadline());
+}
+
+void timer_list::rearm() {
+    disarm();
+    ensure_armed();
 }
 
 void timer_list::arm(clock::time_point at) {
-    armed_ = true;
+    if (detail::fault_injection::failing_waits != 0) {
+        --detail::fault_injection::failing_waits;
+        throw std::bad_alloc();
+    }
     timer_.expires_at(at);
     timer_.async_wait([self = shared_from_this(), g = generation_](boost::system::error_code ec) {
         if (!ec) self->on_wake(g);
     });
+    armed_ = true; // only now: a wait that failed to queue leaves the list visibly unarmed
 }
 
 void timer_list::disarm() noexcept {
@@ -34,35 +45,52 @@ void timer_list::detach() noexcept {
     disarm();
 }
 
-std::size_t timer_list::expire_batch(clock::time_point now, std::size_t budget) noexcept {
+std::size_t timer_list::run_expiry(clock::time_point now, std::size_t budget) noexcept {
     expiring_ = true;
     const std::size_t n = expire(now, budget, &registry_->stats_);
     expiring_ = false;
     return n;
 }
 
+bool timer_list::post_continuation() noexcept {
+    try {
+        if (detail::fault_injection::failing_posts != 0) {
+            --detail::fault_injection::failing_posts;
+            throw std::bad_alloc();
+        }
+        boost::asio::post(timer_.get_executor(),
+                          [self = shared_from_this(), g = generation_] { self->on_wake(g); });
+    } catch (...) {
+        return false;
+    }
+    armed_ = true;
+    return true;
+}
+
 void timer_list::on_wake(unsigned generation) noexcept {
     if (generation != generation_ || registry_ == nullptr) return;
     armed_ = false;
     ++registry_->stats_.wakeups;
-    // A fresh reading, never a cached loop time: an entry can expire late, never early.
-    const clock::time_point now = clock::now();
-    if (expire_batch(now, registry_->expire_batch()) != 0 && registry_ != nullptr)
-        registry_->stats_.record_wake(clock::now() - now);
-    if (registry_ == nullptr || armed_) return; // detached, or re-armed from a callback
-    if (due(now)) {
+    for (;;) {
+        // A fresh reading, never a cached loop time: an entry can expire late, never early.
+        const clock::time_point now = clock::now();
+        if (run_expiry(now, registry_->expire_batch()) != 0 && registry_ != nullptr)
+            registry_->stats_.record_wake(clock::now() - now);
+        if (registry_ == nullptr || armed_) return; // detached, or re-armed meanwhile
+        if (!due(now)) break;
         // More is due than one batch: let other handlers run, then go on.
-        armed_ = true;
-        boost::asio::post(timer_.get_executor(),
-                          [self = shared_from_this(), g = generation_] { self->on_wake(g); });
-        return;
+        if (post_continuation()) return;
+        // Out of memory: no handler could be queued. Expire the next batch here instead. The
+        // loop is held longer than a batch, but nothing that is due is left without a wake,
+        // and expiring frees memory (a server's callbacks close connections).
+        ++registry_->stats_.schedule_failures;
     }
     try {
         ensure_armed();
     } catch (...) {
-        // async_wait can only throw on allocation failure; nothing sensible to do but leave
-        // the list unarmed until the next enroll.
-        armed_ = false;
+        // Out of memory again, and nothing is due: the list stays unarmed (armed() is false)
+        // until the next enroll into it, which retries. Counted, so it can be seen.
+        ++registry_->stats_.schedule_failures;
     }
 }
 

@@ -195,12 +195,46 @@ TEST_F(IdleListTest, MassExpiryIsSplitIntoBatches) {
         ASSERT_EQ(log[i], i);
 }
 
-TEST_F(IdleListTest, ExpireOldestIgnoresDeadlines) {
-    enroll(1);
-    enroll(2);
-    enroll(3);
-    EXPECT_EQ(list.expire_oldest(2), 2U);
-    EXPECT_EQ(log, (std::vector<int>{1, 2}));
+TEST_F(IdleListTest, MergeInterleavesByIdleStart) {
+    idle_list other{500ms};
+    std::vector<probe*> from;
+    for (int i = 0; i < 6; ++i) {
+        if (i % 2 == 0) {
+            enroll(i);
+        } else {
+            probe& p = make(i);
+            other.push_back(p.entry, clk.now);
+            from.push_back(&p);
+        }
+        clk.advance(10ms);
+    }
+    probe& tie_here = enroll(10); // same idle_start as tie_there: the entry already here leads
+    probe& tie_there = make(11);
+    other.push_back(tie_there.entry, clk.now);
+    list.merge(other);
+    EXPECT_TRUE(other.empty());
+    EXPECT_EQ(other.size(), 0U);
+    EXPECT_EQ(list.size(), 8U);
+    for (probe* p : from) {
+        EXPECT_EQ(p->entry.list(), &list);
+        EXPECT_EQ(p->entry.idle_timeout(), 100ms); // the new duration, the old start
+    }
+    EXPECT_EQ(idle_list::next(tie_here.entry), &tie_there.entry);
+    EXPECT_EQ(list.back(), &tie_there.entry);
+    clk.advance(1s);
+    list.expire(clk.now, all);
+    EXPECT_EQ(log, (std::vector<int>{0, 1, 2, 3, 4, 5, 10, 11}));
+}
+
+TEST_F(IdleListTest, MergeIntoAnEmptyListAndFromAnEmptyList) {
+    idle_list other{500ms};
+    probe& p = make(1);
+    other.push_back(p.entry, clk.now);
+    list.merge(other);
+    EXPECT_EQ(list.front(), &p.entry);
+    EXPECT_EQ(list.back(), &p.entry);
+    list.merge(other); // nothing to move
+    list.merge(list);  // itself: nothing to do
     EXPECT_EQ(list.size(), 1U);
 }
 

@@ -1,6 +1,7 @@
 // The registry on a real io_context and the real steady clock. Durations are short and every
 // check has generous slack: these tests assert order and "never early", never speed.
 #include <tarry/timeouts/timeout_registry.hpp>
+#include <tarry/timeouts/timer_list.hpp> // detail::fault_injection
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -124,6 +125,68 @@ TEST(TimeoutRegistryIoTest, RegistryDestroyedWithWaitsPending) {
     EXPECT_FALSE(p.entry.enrolled());
     io.run();
     EXPECT_EQ(p.fired, 0);
+}
+
+// Fault injection (detail::fault_injection) stands in for Asio's allocations failing.
+class TimeoutRegistryOomTest : public ::testing::Test {
+protected:
+    void TearDown() override {
+        detail::fault_injection::failing_posts = 0;
+        detail::fault_injection::failing_waits = 0;
+    }
+};
+
+TEST_F(TimeoutRegistryOomTest, ContinuationThatCannotBePostedExpiresInline) {
+    boost::asio::io_context io;
+    timeout_registry reg(io, 10);
+    std::deque<timed_probe> probes(100);
+    for (auto& p : probes)
+        reg.enroll(p.entry, 5ms);
+    detail::fault_injection::failing_posts = 1'000; // every continuation fails
+    io.run();                                       // returns: nothing is left pending
+    for (auto& p : probes) {
+        EXPECT_EQ(p.fired, 1);
+        EXPECT_GE(p.expired_at, p.deadline_at_expiry);
+    }
+    EXPECT_EQ(reg.stats().expired, 100U);
+    EXPECT_EQ(reg.stats().wakeups, 1U);           // one timer wake did it all
+    EXPECT_EQ(reg.stats().schedule_failures, 9U); // the nine continuations it could not post
+}
+
+TEST_F(TimeoutRegistryOomTest, OneFailedPostThenBatchesResumeYielding) {
+    boost::asio::io_context io;
+    timeout_registry reg(io, 10);
+    std::deque<timed_probe> probes(100);
+    for (auto& p : probes)
+        reg.enroll(p.entry, 5ms);
+    detail::fault_injection::failing_posts = 1;
+    io.run();
+    EXPECT_EQ(reg.stats().expired, 100U);
+    EXPECT_EQ(reg.stats().schedule_failures, 1U);
+    EXPECT_EQ(reg.stats().wakeups, 9U); // the first wake ran two batches
+}
+
+TEST_F(TimeoutRegistryOomTest, WaitThatCannotBeRearmedIsRetriedByTheNextEnroll) {
+    boost::asio::io_context io;
+    timeout_registry reg(io);
+    timed_probe a;
+    timed_probe b;
+    timed_probe c;
+    reg.enroll(a.entry, 30ms);
+    std::this_thread::sleep_for(20ms); // b is due 20ms after a: not in a's wake
+    reg.enroll(b.entry, 30ms);
+    detail::fault_injection::failing_waits = 1; // the re-arm for b after a's wake
+    io.run();                                   // returns with b unexpired: its list has no wait
+    EXPECT_EQ(a.fired, 1);
+    EXPECT_EQ(b.fired, 0);
+    EXPECT_TRUE(b.entry.enrolled());
+    EXPECT_EQ(reg.stats().schedule_failures, 1U);
+    reg.enroll(c.entry, 30ms); // arms again, for b, the head
+    io.restart();
+    io.run();
+    EXPECT_EQ(b.fired, 1);
+    EXPECT_EQ(c.fired, 1);
+    EXPECT_GE(b.expired_at, b.deadline_at_expiry);
 }
 
 } // namespace

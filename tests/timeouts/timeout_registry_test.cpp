@@ -3,11 +3,14 @@
 #include "manual_clock.hpp"
 
 #include <tarry/timeouts/timeout_registry.hpp>
+#include <tarry/timeouts/timer_list.hpp> // detail::fault_injection
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
+#include <new>
 
 namespace tarry::timeouts::test {
 namespace {
@@ -172,6 +175,53 @@ TEST_F(TimeoutRegistryTest, StatsCountExpiries) {
     reg->expire_due(clk.now);
     EXPECT_EQ(reg->stats().expired, 2U);
     EXPECT_EQ(reg->stats().late_sum_us, 2 * 50'000U);
+}
+
+TEST_F(TimeoutRegistryTest, RetimeKeepsTheTimeAlreadyWaited) {
+    enroll(1, 500ms);
+    clk.advance(10ms);
+    enroll(2, 100ms);
+    clk.advance(10ms);
+    enroll(3, 500ms);
+    clk.advance(10ms);
+    enroll(4, 100ms);
+    reg->retime(500ms, 100ms); // as a reload that shortens a timeout
+    EXPECT_EQ(reg->find(500ms)->size(), 0U);
+    idle_list& l = *reg->find(100ms);
+    EXPECT_EQ(l.size(), 4U);
+    std::vector<clock::time_point> starts;
+    for (idle_entry* e = l.front(); e != nullptr; e = idle_list::next(*e))
+        starts.push_back(e->idle_start());
+    EXPECT_TRUE(std::is_sorted(starts.begin(), starts.end()));
+    clk.advance(70ms); // entry 1 has now waited 100ms
+    EXPECT_EQ(reg->expire_due(clk.now), 1U);
+    clk.advance(20ms);
+    EXPECT_EQ(reg->expire_due(clk.now), 2U);
+    clk.advance(10ms);
+    EXPECT_EQ(reg->expire_due(clk.now), 1U);
+    EXPECT_EQ(log, (std::vector<int>{1, 2, 3, 4}));
+}
+
+TEST_F(TimeoutRegistryTest, RetimeIntoANewDuration) {
+    enroll(1, 500ms);
+    enroll(2, 500ms);
+    reg->retime(500ms, 50ms);
+    EXPECT_EQ(reg->find(50ms)->size(), 2U);
+    reg->retime(50ms, 50ms);  // same duration: nothing to do
+    reg->retime(700ms, 50ms); // no such list: nothing to do
+    clk.advance(50ms);
+    EXPECT_EQ(reg->expire_due(clk.now), 2U);
+}
+
+TEST_F(TimeoutRegistryTest, EnrollThatCannotArmLeavesTheEntryWhereItWas) {
+    probe& p = enroll(1, 1h);
+    detail::fault_injection::failing_waits = 1;
+    EXPECT_THROW(reg->enroll(p.entry, 100ms, clk.now), std::bad_alloc);
+    EXPECT_EQ(detail::fault_injection::failing_waits, 0U);
+    EXPECT_EQ(p.entry.list(), reg->find(1h));
+    EXPECT_EQ(p.entry.idle_timeout(), 1h);
+    reg->enroll(p.entry, 100ms, clk.now); // memory again: it moves
+    EXPECT_EQ(p.entry.list(), reg->find(100ms));
 }
 
 } // namespace
