@@ -32,9 +32,10 @@ struct custom_route {
     handler_maker make;
 };
 
-/// Builds one worker's router: the configured routes (today: "/" to the docroot, or to the
-/// built-in answer), then the custom ones. Throws (std::system_error, config_error) if a
-/// handler cannot be made, e.g. a docroot that cannot be opened: nothing is half-built.
+/// Builds one worker's router: the configured routes (effective_routes: the [[route]] tables,
+/// and "/" to the docroot or the built-in answer), then the custom ones. Throws (std::system_error,
+/// config_error) if a handler cannot be made, e.g. a docroot that cannot be opened: nothing is
+/// half-built.
 std::shared_ptr<http::router>
 build_router(const config& cfg, const std::vector<custom_route>& custom, handler_context& ctx);
 
