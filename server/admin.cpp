@@ -24,8 +24,9 @@ std::string reply(unsigned status, std::string_view reason, std::string_view typ
 
 /// One admin request: read the head (bounded in size and time), answer, close.
 struct admin_session : std::enable_shared_from_this<admin_session> {
-    admin_session(tcp::socket s, const std::function<std::string()>& m)
-        : socket(std::move(s)), timer(socket.get_executor()), metrics(m), buf(8192) {}
+    admin_session(tcp::socket s, const std::function<std::string()>& m,
+                  const std::function<bool()>& h)
+        : socket(std::move(s)), timer(socket.get_executor()), metrics(m), healthy(h), buf(8192) {}
 
     void start() {
         timer.expires_after(std::chrono::seconds(5));
@@ -50,7 +51,9 @@ struct admin_session : std::enable_shared_from_this<admin_session> {
         if (line.rfind("GET /metrics ", 0) == 0) {
             out = reply(200, "OK", "text/plain; version=0.0.4; charset=utf-8", metrics());
         } else if (line.rfind("GET /healthz ", 0) == 0) {
-            out = reply(200, "OK", "text/plain", "ok\n");
+            // A stopping instance says so at once, so a balancer drains it.
+            out = healthy() ? reply(200, "OK", "text/plain", "ok\n")
+                            : reply(503, "Service Unavailable", "text/plain", "stopping\n");
         } else {
             out = reply(404, "Not Found", "text/plain", "not found\n");
         }
@@ -65,6 +68,7 @@ struct admin_session : std::enable_shared_from_this<admin_session> {
     tcp::socket socket;
     boost::asio::steady_timer timer;
     const std::function<std::string()>& metrics;
+    const std::function<bool()>& healthy;
     boost::asio::streambuf buf;
     std::string out;
 };
@@ -72,8 +76,8 @@ struct admin_session : std::enable_shared_from_this<admin_session> {
 } // namespace
 
 admin::admin(boost::asio::io_context& io, const listen_address& addr,
-             std::function<std::string()> metrics)
-    : acceptor_(io), metrics_(std::move(metrics)) {
+             std::function<std::string()> metrics, std::function<bool()> healthy)
+    : acceptor_(io), metrics_(std::move(metrics)), healthy_(std::move(healthy)) {
     const tcp::endpoint ep = endpoint_of(addr);
     boost::system::error_code ec;
     acceptor_.open(ep.protocol(), ec);
@@ -101,7 +105,7 @@ tcp::endpoint admin::local_endpoint() const {
 void admin::do_accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
         if (ec == boost::asio::error::operation_aborted) return;
-        if (!ec) std::make_shared<admin_session>(std::move(s), metrics_)->start();
+        if (!ec) std::make_shared<admin_session>(std::move(s), metrics_, healthy_)->start();
         do_accept();
     });
 }

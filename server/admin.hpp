@@ -14,9 +14,10 @@ namespace tarry::server {
 /// its own thread's io_context, never on the main listeners. One request per connection.
 class admin {
 public:
-    /// `metrics` renders the exposition; called on this io_context's thread.
+    /// `metrics` renders the exposition and `healthy` answers /healthz (503 when false, as
+    /// from the moment a graceful stop begins); both are called on this io_context's thread.
     admin(boost::asio::io_context& io, const listen_address& addr,
-          std::function<std::string()> metrics);
+          std::function<std::string()> metrics, std::function<bool()> healthy);
 
     void start();
     void close() noexcept;
@@ -27,6 +28,7 @@ private:
 
     boost::asio::ip::tcp::acceptor acceptor_;
     std::function<std::string()> metrics_;
+    std::function<bool()> healthy_;
 };
 
 } // namespace tarry::server

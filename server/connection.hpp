@@ -77,6 +77,12 @@ public:
     [[nodiscard]] conn_phase phase() const noexcept { return phase_; }
     /// Whether closing it now loses nothing: waiting for a request with no byte of it received.
     [[nodiscard]] bool idle() const noexcept;
+    /// When it last did something: its last response (keep-alive) or its accept (a new one).
+    [[nodiscard]] timeouts::clock::time_point last_active() const noexcept {
+        return idle_.idle_start();
+    }
+    /// Its next response says Connection: close; while idle it stays open.
+    void retire() noexcept { session_.retire(); }
 
     /// The connection whose idle_entry this is (for walking a timeout list).
     static connection& from(void* context) noexcept { return *static_cast<connection*>(context); }
@@ -108,6 +114,7 @@ private:
     std::uint32_t in_len_ = 0;         ///< bytes in in_ (bounded by the buffer size)
     std::uint64_t answered_ = 0;       ///< session_.requests() at the last wait
     timeouts::clock::time_point phase_start_{}; ///< when the current phase began
+    timeouts::clock::time_point born_{};        ///< accepted (for max_connection_age)
     std::uint32_t out_off_ = 0;                 ///< bytes of out_ already written
     int fd_;
     conn_phase phase_ = conn_phase::header;

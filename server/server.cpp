@@ -41,7 +41,8 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
     }
     open_listeners(cfg_.listen);
     if (cfg_.admin_listen)
-        admin_ = std::make_unique<admin>(io_, *cfg_.admin_listen, [this] { return metrics(); });
+        admin_ = std::make_unique<admin>(
+            io_, *cfg_.admin_listen, [this] { return metrics(); }, [this] { return !stopping_; });
 }
 
 std::optional<boost::asio::ip::tcp::endpoint> server::admin_endpoint() const {
@@ -195,8 +196,9 @@ bool server::reload() {
         if (next.access_log != cfg_.access_log)
             access = next.access_log ? std::make_shared<access_log>(*next.access_log) : nullptr;
         if (next.admin_listen != cfg_.admin_listen && next.admin_listen)
-            next_admin =
-                std::make_unique<admin>(io_, *next.admin_listen, [this] { return metrics(); });
+            next_admin = std::make_unique<admin>(
+                io_, *next.admin_listen, [this] { return metrics(); },
+                [this] { return !stopping_; });
     } catch (const std::exception& e) {
         spdlog::error("reload rejected, keeping the running configuration: {}", e.what());
         return false;

@@ -2,11 +2,19 @@
 
 #include <boost/asio/post.hpp>
 
+#include <malloc.h>
+
 #include <algorithm>
 
 #include <unistd.h>
 
 namespace tarry::server {
+namespace {
+
+/// A peak of connections worth giving memory back after (about 1 KiB of read buffer each).
+constexpr std::size_t trim_threshold = 1024;
+
+} // namespace
 
 worker::worker(unsigned index, const config& cfg, unsigned workers,
                std::shared_ptr<access_log> access)
@@ -18,7 +26,7 @@ worker::worker(unsigned index, const config& cfg, unsigned workers,
       access_(std::move(access)),
       ctx_{io_, registry_, date_, poller_, settings_, metrics_, &worker::on_connection_closed,
            this},
-      handlers_{io_, registry_, poller_}, drain_timer_(io_) {}
+      handlers_{io_, registry_, poller_}, drain_timer_(io_), spread_timer_(io_) {}
 
 void worker::set_router(std::shared_ptr<http::router> r) {
     router_ = std::move(r);
@@ -78,6 +86,7 @@ void worker::accept(int fd) noexcept {
     }
     intrusive_ptr_add_ref(c); // the connection's own reference, handed back by close()
     live_.push_back(*c);
+    peak_ = std::max(peak_, connections_);
     try {
         c->start();
     } catch (...) {
@@ -88,32 +97,48 @@ void worker::accept(int fd) noexcept {
 void worker::on_connection_closed(void* self) noexcept {
     auto& w = *static_cast<worker*>(self);
     --w.connections_;
+    // After a flood, give the memory back: glibc keeps freed heap at its high-water mark, so
+    // an idle server would hold what thousands of connections once used. Rare (a quarter of a
+    // large peak gone), and cheap next to the closes that led here.
+    if (w.connections_ * 4 < w.peak_ && w.peak_ >= trim_threshold) {
+        ::malloc_trim(0);
+        w.peak_ = w.connections_;
+    }
     if (w.stopping_ && w.connections_ == 0) w.finish_stop();
 }
 
 bool worker::relieve_pressure() noexcept {
     if (!settings_.timeouts) {
-        // No idle order is kept: reclaim any idle keep-alive connection.
+        // No idle order is kept: reclaim any idle connection.
         for (connection& c : live_) {
-            if (c.phase() == conn_phase::keep_alive) {
+            if (c.idle()) {
                 c.close(close_reason::pressure);
                 return true;
             }
         }
         return false;
     }
-    // The front of the keep-alive list is the connection that has been idle longest.
+    // The oldest idle connection, of two kinds: the head of the keep-alive list (idle longest
+    // since its last response), and the first connection of the header list that has sent
+    // nothing yet (a silent one; the others there are mid-request and are never reclaimed).
+    connection* oldest = nullptr;
     if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
-        for (timeouts::idle_entry* e = l->front(); e != nullptr;
-             e = timeouts::idle_list::next(*e)) {
+        if (timeouts::idle_entry* e = l->front()) oldest = &connection::from(e->context());
+    }
+    if (timeouts::idle_list* l = registry_.find(settings_.header)) {
+        constexpr int scan = 64; // bounded: a list full of slow requests is not walked whole
+        int seen = 0;
+        for (timeouts::idle_entry* e = l->front(); e != nullptr && seen < scan;
+             e = timeouts::idle_list::next(*e), ++seen) {
             connection& c = connection::from(e->context());
-            if (c.phase() == conn_phase::keep_alive) {
-                c.close(close_reason::pressure);
-                return true;
-            }
+            if (!c.idle()) continue;
+            if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
+            break;
         }
     }
-    return false;
+    if (oldest == nullptr || !oldest->idle()) return false;
+    oldest->close(close_reason::pressure);
+    return true;
 }
 
 std::vector<connection_ptr> worker::all_connections() {
@@ -129,25 +154,74 @@ void worker::stop(duration drain) {
     post([this, drain] {
         if (stopping_) return;
         stopping_ = true;
+        // New connections go elsewhere at once (a balancer's health check fails too).
         for (auto& l : listeners_)
             l->close();
-        for (auto& c : all_connections())
-            c->drain();
+        // Every connection's next response says Connection: close. Idle ones are closed spread
+        // over close_spread_time, each after keep_alive_min_timeout of quiet, rather than all
+        // in one instant: a balancer that has not yet marked this instance down may be sending
+        // a request on any of them, and the later each closes, the likelier it has.
+        for (auto& c : all_connections()) {
+            c->retire();
+            if (!c->idle()) continue;
+            if (settings_.close_spread == duration::zero()) {
+                c->drain();
+            } else {
+                spread_.push_back(c);
+            }
+        }
         if (connections_ == 0) {
             finish_stop();
             return;
         }
+        spread_start_ = timeouts::clock::now();
+        spread_next_ = 0;
+        if (!spread_.empty()) close_spread();
         drain_timer_.expires_after(drain);
         drain_timer_.async_wait([this](const boost::system::error_code& ec) {
             if (ec) return;
+            spread_.clear();
             for (auto& c : all_connections())
                 c->close(close_reason::shutdown);
         });
     });
 }
 
+void worker::close_spread() {
+    // The i-th of n idle connections is due at start + spread * (i + 1) / n.
+    const auto now = timeouts::clock::now();
+    const auto n = static_cast<std::int64_t>(spread_.size());
+    while (spread_next_ < spread_.size()) {
+        const auto i = static_cast<std::int64_t>(spread_next_) + 1;
+        const auto due = spread_start_ + settings_.close_spread * i / n;
+        if (due > now) break;
+        connection_ptr& c = spread_[spread_next_++];
+        // Busy again: its response says Connection: close, and it closes after it.
+        if (!c->idle()) continue;
+        const auto quiet_until = c->last_active() + settings_.min_quiet;
+        if (quiet_until > now) {
+            spread_.push_back(c); // used a moment ago: not yet, come back to it at the end
+            continue;
+        }
+        c->close(close_reason::shutdown);
+    }
+    if (spread_next_ >= spread_.size()) {
+        spread_.clear();
+        return;
+    }
+    const auto i = static_cast<std::int64_t>(spread_next_) + 1;
+    const auto due = std::max(spread_start_ + settings_.close_spread * i / n,
+                              now + std::chrono::milliseconds(1));
+    spread_timer_.expires_at(due);
+    spread_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) close_spread();
+    });
+}
+
 void worker::finish_stop() noexcept {
     drain_timer_.cancel();
+    spread_timer_.cancel();
+    spread_.clear();
     date_.stop();
     poller_.stop();
 }

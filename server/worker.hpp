@@ -69,6 +69,7 @@ public:
     [[nodiscard]] worker_metrics& metrics() noexcept { return metrics_; }
     [[nodiscard]] unsigned index() const noexcept { return index_; }
     [[nodiscard]] std::size_t connections() const noexcept { return connections_; }
+    [[nodiscard]] bool stopping() const noexcept { return stopping_; }
 
     // accept_target: what the listeners call.
     /// A new client socket (non-blocking): becomes a connection.
@@ -81,6 +82,7 @@ public:
 
 private:
     static void on_connection_closed(void* self) noexcept;
+    void close_spread();
     std::vector<connection_ptr> all_connections();
     void finish_stop() noexcept;
     void sync_listeners(const std::vector<listen_address>& wanted,
@@ -100,6 +102,11 @@ private:
     live_connections live_;
     std::vector<std::shared_ptr<listener>> listeners_;
     boost::asio::steady_timer drain_timer_;
+    boost::asio::steady_timer spread_timer_;
+    std::vector<connection_ptr> spread_; ///< idle connections a stop closes one by one
+    std::size_t spread_next_ = 0;
+    timeouts::clock::time_point spread_start_{};
+    std::size_t peak_ = 0; ///< connections at the high-water mark since the last trim
     std::thread thread_;
     std::size_t connections_ = 0;
     bool stopping_ = false;
