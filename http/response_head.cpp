@@ -12,14 +12,6 @@ std::string_view reason(unsigned status) noexcept {
     return boost::beast::http::obsolete_reason(boost::beast::http::int_to_status(status));
 }
 
-response_head text_head(unsigned status, std::uint64_t length) noexcept {
-    response_head head;
-    head.status = status;
-    head.content_type = "text/plain";
-    head.content_length = length;
-    return head;
-}
-
 void append_head(std::string& out, const response_head& head, std::string_view date) {
     char digits[24];
     out.append("HTTP/1.1 ");

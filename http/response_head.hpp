@@ -24,7 +24,13 @@ struct response_head {
 };
 
 /// The head of a small text/plain response whose body is `length` bytes.
-response_head text_head(unsigned status, std::uint64_t length) noexcept;
+inline response_head text_head(unsigned status, std::uint64_t length) noexcept {
+    response_head head;
+    head.status = status;
+    head.content_type = "text/plain";
+    head.content_length = length;
+    return head;
+}
 
 /// Appends the status line and fields, through the empty line, to `out`.
 void append_head(std::string& out, const response_head& head, std::string_view date);

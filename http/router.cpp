@@ -17,11 +17,4 @@ void router::add(std::string prefix, std::shared_ptr<handler> target) {
     });
 }
 
-const router::route* router::find(std::string_view target) const noexcept {
-    // A handful of routes: a linear scan over prefixes sorted longest first beats any tree.
-    for (const route& r : routes_)
-        if (target.starts_with(r.prefix)) return &r;
-    return nullptr;
-}
-
 } // namespace tarry::http

@@ -25,7 +25,17 @@ public:
     void add(std::string prefix, std::shared_ptr<handler> target);
 
     /// The route for `target` (origin-form path, query allowed), or null if none matches.
-    [[nodiscard]] const route* find(std::string_view target) const noexcept;
+    [[nodiscard]] const route* find(std::string_view target) const noexcept {
+        // A handful of routes: a linear scan over prefixes sorted longest first beats any
+        // tree. "/" matches every origin-form target, so it needs no comparison.
+        for (const route& r : routes_) {
+            if (r.prefix.size() == 1) return &r;
+            if (target.size() >= r.prefix.size() &&
+                target.compare(0, r.prefix.size(), r.prefix) == 0)
+                return &r;
+        }
+        return nullptr;
+    }
 
     [[nodiscard]] const std::vector<route>& routes() const noexcept { return routes_; }
 

@@ -31,7 +31,11 @@ const request_head& exchange::request() const noexcept {
 }
 
 void exchange::respond(response_head head) {
-    session& s = s_;
+    s_.start_response(head);
+}
+
+void session::start_response(response_head& head) {
+    session& s = *this;
     const request_head& req = s.state_->head;
     const bool keep = s.keep_alive_now();
     head.close = !keep;
@@ -50,8 +54,12 @@ void exchange::respond(response_head head) {
     }
     if (head.close) s.closing_ = true;
     s.responding_ = true;
-    s.emit(s.output(), head, s.out_ != nullptr ? s.date_ : s.transport_->date());
-    if (s.out_ == nullptr) s.transport_->wake();
+    if (s.out_ != nullptr) {
+        s.emit(*s.out_, head, s.date_);
+        return;
+    }
+    s.emit(s.output(), head, s.transport_->date());
+    s.transport_->wake();
 }
 
 void exchange::write(std::string_view bytes) {
@@ -88,11 +96,16 @@ void exchange::finish() {
 }
 
 void exchange::respond_text(unsigned status, std::string_view body, std::string_view extra_fields) {
+    // The common answer of synchronous handlers: one pass, no chunking to consider.
+    session& s = s_;
     response_head head = text_head(status, body.size());
     head.extra_fields = extra_fields;
-    respond(head);
-    write(body);
-    finish();
+    s.start_response(head);
+    if (!s.head_only_) s.output().append(body);
+    ++s.requests_;
+    s.responding_ = false;
+    s.finished_ = true;
+    if (s.out_ == nullptr) s.end_response(); // within consume(), dispatch() settles the request
 }
 
 std::size_t exchange::room() const noexcept {
@@ -141,22 +154,6 @@ session::~session() {
     finish_request();
 }
 
-session::phase session::current_phase() const noexcept {
-    if (!state_ || !state_->parser) return phase::idle;
-    if (!state_->parser->is_header_done()) return phase::headers;
-    if (!state_->parser->is_done()) return phase::body;
-    return finished_ ? phase::idle : phase::waiting;
-}
-
-bool session::keep_alive_now() const noexcept {
-    const request_parser& parser = *state_->parser;
-    // A final answer before a body the client was told to wait for (100-continue) leaves the
-    // body unsent or half-sent: nothing tells where the next request would start.
-    const bool unsent_body = state_->head.expect_continue && !sent_continue_ && !parser.is_done();
-    return parser.keep_alive() && !draining_ && !unsent_body &&
-           (settings_->max_requests == 0 || started_ < settings_->max_requests);
-}
-
 void session::drain() noexcept {
     draining_ = true;
     if (current_phase() == phase::idle && !file_) closing_ = true;
@@ -203,10 +200,6 @@ void session::abort() noexcept {
     deferred_ = nullptr;
     finish_request();
     d->on_abort();
-}
-
-void session::output_drained() noexcept {
-    if (deferred_ != nullptr && !finished_) deferred_->on_writable();
 }
 
 std::size_t session::consume(const char* data, std::size_t size, std::string& out,
@@ -285,7 +278,7 @@ void session::dispatch() {
     ++started_;
     request_head& req = state_->head;
     const router::route* route = nullptr;
-    if (req.target == "*") {
+    if (req.target.size() == 1 && req.target[0] == '*') {
         // OPTIONS * asks about the server itself (the parser allows "*" for OPTIONS only).
         response_head head;
         head.extra_fields = "Allow: GET, HEAD, OPTIONS\r\n";

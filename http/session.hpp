@@ -149,12 +149,19 @@ public:
     void abort() noexcept;
 
     /// The output queue was written out: a deferred answer waiting for room hears of it.
-    void output_drained() noexcept;
+    void output_drained() noexcept {
+        if (deferred_ != nullptr && !finished_) deferred_->on_writable();
+    }
 
     /// Settings apply from the next request (a reload).
     void set_settings(const session_settings& s) noexcept { settings_ = &s; }
 
-    [[nodiscard]] phase current_phase() const noexcept;
+    [[nodiscard]] phase current_phase() const noexcept {
+        if (!state_ || !state_->parser) return phase::idle;
+        if (!state_->parser->is_header_done()) return phase::headers;
+        if (!state_->parser->is_done()) return phase::body;
+        return finished_ ? phase::idle : phase::waiting;
+    }
     /// The connection closes once the output is written (see answering()).
     [[nodiscard]] bool closing() const noexcept { return closing_; }
     /// The request was answered before its body came: the rest is read only to discard it.
@@ -183,11 +190,20 @@ private:
     using states = recycler<request_state>;
 
     void dispatch();
+    void start_response(response_head& head);
     void finish_request() noexcept;
     void end_response() noexcept;
     void emit(std::string& out, response_head& head, std::string_view date);
     [[nodiscard]] std::string& output();
-    [[nodiscard]] bool keep_alive_now() const noexcept;
+    [[nodiscard]] bool keep_alive_now() const noexcept {
+        const request_parser& parser = *state_->parser;
+        // A final answer before a body the client was told to wait for (100-continue) leaves
+        // the body unsent or half-sent: nothing tells where the next request would start.
+        const bool unsent_body =
+            state_->head.expect_continue && !sent_continue_ && !parser.is_done();
+        return parser.keep_alive() && !draining_ && !unsent_body &&
+               (settings_->max_requests == 0 || started_ < settings_->max_requests);
+    }
 
     const session_settings* settings_;
     session_transport* transport_;
