@@ -34,6 +34,8 @@ public:
             return "HTTP version not supported";
         case request_error::expectation_failed:
             return "unsupported expectation";
+        case request_error::method_not_implemented:
+            return "method not implemented";
         }
         return "unknown request error";
     }
@@ -50,7 +52,9 @@ unsigned status_for(const boost::system::error_code& ec, bool line_complete) noe
     namespace bh = boost::beast::http;
     if (ec == bh::error::header_limit) return line_complete ? 431 : 414;
     if (ec == bh::error::body_limit) return 413;
-    if (ec == request_error::unsupported_transfer_coding) return 501;
+    if (ec == request_error::unsupported_transfer_coding ||
+        ec == request_error::method_not_implemented)
+        return 501;
     if (ec == request_error::version_not_supported) return 505;
     if (ec == request_error::expectation_failed) return 417;
     return 400;

@@ -18,6 +18,7 @@ enum class request_error {
     unsupported_transfer_coding,
     version_not_supported,
     expectation_failed,
+    method_not_implemented,
 };
 
 const boost::system::error_category& request_error_category() noexcept;

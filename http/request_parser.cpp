@@ -21,6 +21,29 @@ std::string_view trim(std::string_view s) noexcept {
     return s;
 }
 
+constexpr bool alnum(unsigned char c) noexcept {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/// RFC 9110, 5.6.2.
+constexpr bool tchar(unsigned char c) noexcept {
+    return alnum(c) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+}
+
+/// RFC 3986's characters: unreserved, gen-delims, sub-delims and "%". Anything else in a
+/// request-target (bytes >= 0x80, raw UTF-8 or overlong forms like C0 AF, controls, DQUOTE,
+/// "\", "^", "{"...) is malformed; percent-decoding is left to whoever uses the target.
+constexpr bool uri_char(unsigned char c) noexcept {
+    return alnum(c) || std::string_view("-._~:/?#[]@!$&'()*+,;=%").find(static_cast<char>(c)) !=
+                           std::string_view::npos;
+}
+
+/// Longer than any method this server knows (Beast's longest is 11 bytes), still a token: RFC
+/// 9112 (3) has a server answer 501 to a method longer than any it implements, rather than
+/// wait for a request line that would end in 414.
+constexpr std::size_t max_method_bytes = 32;
+
 bool host_char(unsigned char c) noexcept {
     // unreserved / pct-encoded / sub-delims (RFC 3986 reg-name)
     return std::isalnum(c) != 0 || std::strchr("-._~%!$&'()*+,;=", c) != nullptr;
@@ -65,9 +88,72 @@ request_parser::request_parser(request_head& head, std::size_t max_header_bytes,
 
 std::size_t request_parser::feed(const char* data, std::size_t size,
                                  boost::system::error_code& ec) {
-    if (!is_header_done() && !header_present(data, size, ec)) return 0;
+    if (!is_header_done()) {
+        check_request_line(data, size, ec);
+        if (ec || !header_present(data, size, ec)) return 0;
+    }
     const std::size_t n = put_raw(data, size, ec);
     return ec == bh::error::bad_version ? retry_version(data, size, ec) : n;
+}
+
+void request_parser::check_request_line(const char* data, std::size_t size,
+                                        boost::system::error_code& ec) {
+    // request-line = method SP request-target SP HTTP-version CRLF (RFC 9112, 3). Past the
+    // header limit the line is too long (414), whatever it holds.
+    static constexpr std::string_view http = "HTTP/";
+    const std::size_t window = std::min(size, max_header_bytes_);
+    for (; line_scanned_ < window && line_ != line_part::done; ++line_scanned_) {
+        const auto c = static_cast<unsigned char>(data[line_scanned_]);
+        switch (line_) {
+        case line_part::method:
+            if (c == ' ' && part_bytes_ != 0) {
+                line_ = line_part::target;
+                part_bytes_ = 0;
+            } else if (!tchar(c)) {
+                ec = bh::error::bad_method;
+                return;
+            } else if (++part_bytes_ > max_method_bytes) {
+                ec = request_error::method_not_implemented;
+                return;
+            }
+            break;
+        case line_part::target:
+            if (c == ' ' && part_bytes_ != 0) {
+                line_ = line_part::version;
+                part_bytes_ = 0;
+            } else if (!uri_char(c)) {
+                ec = bh::error::bad_target;
+                return;
+            } else {
+                ++part_bytes_;
+            }
+            break;
+        case line_part::version: {
+            // "HTTP/" DIGIT "." DIGIT CR: which versions are served is Beast's and
+            // retry_version's to say, once the line is whole.
+            const std::size_t at = part_bytes_++;
+            const bool ok = at < http.size()     ? c == static_cast<unsigned char>(http[at])
+                            : at == 5 || at == 7 ? c >= '0' && c <= '9'
+                            : at == 6            ? c == '.'
+                                                 : c == '\r';
+            if (!ok) {
+                ec = bh::error::bad_version;
+                return;
+            }
+            if (c == '\r') line_ = line_part::lf;
+            break;
+        }
+        case line_part::lf:
+            if (c != '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            }
+            line_ = line_part::done;
+            break;
+        case line_part::done:
+            break;
+        }
+    }
 }
 
 bool request_parser::header_present(const char* data, std::size_t size,
@@ -139,6 +225,19 @@ void request_parser::on_request_impl(bh::verb method, boost::beast::string_view,
     }
     head_.version = version == 10 ? 10 : 11;
 
+    if (method == bh::verb::connect) {
+        // CONNECT takes the authority-form, host ":" port, and only it does (RFC 9112, 3.2.3).
+        // This server is no proxy: 501, a method it does not implement at all (RFC 9110,
+        // 9.3.6 and 15.6.2), rather than 405, which says another resource might allow it.
+        const auto colon = target.rfind(':');
+        const auto bracket = target.rfind(']');
+        const bool authority_form =
+            colon != std::string_view::npos && colon + 1 < target.size() && target.front() != '/' &&
+            (bracket == std::string_view::npos || colon > bracket) && valid_host(target);
+        ec = authority_form ? request_error::method_not_implemented : request_error::bad_target;
+        return;
+    }
+
     if (target == "*") {
         if (method != bh::verb::options) ec = request_error::bad_target;
         head_.target = target;
@@ -184,6 +283,9 @@ void request_parser::on_field_impl(bh::field name, boost::beast::string_view,
     const std::string_view value(value_sv.data(), value_sv.size());
     switch (name) {
     case bh::field::host:
+        // An empty Host is accepted: RFC 9112 (3.3) lets a server either reject a request
+        // whose target URI has an empty authority or apply a default one, and this server
+        // serves the same resources whatever the Host (nginx rejects it).
         if (++host_count_ > 1) {
             ec = request_error::duplicate_host;
             return;

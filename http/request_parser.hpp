@@ -31,6 +31,12 @@ struct request_head {
 /// user (Host, obs-fold, transfer-codings, versions), recording only a request_head and
 /// discarding the body as it streams past. No per-field allocation: Beast's own
 /// request_parser would build a basic_fields node for every header.
+///
+/// Beast looks at a line only once it has all of it, and at the header only once the empty
+/// line is here, so on its own a malformed request line would hold a connection until the
+/// header timeout. The request line is therefore checked byte by byte as it arrives (method
+/// token, a target in RFC 3986's character set, "HTTP/" DIGIT "." DIGIT, CRLF): the first
+/// byte that cannot begin a valid request is refused at once.
 class request_parser final : public boost::beast::http::basic_parser<true> {
 public:
     /// `head` is filled as the request line and fields arrive.
@@ -61,6 +67,7 @@ private:
     void on_finish_impl(boost::system::error_code&) override {}
 
     void on_transfer_encoding(std::string_view value, boost::system::error_code& ec);
+    void check_request_line(const char* data, std::size_t size, boost::system::error_code& ec);
     bool header_present(const char* data, std::size_t size, boost::system::error_code& ec);
     std::size_t put_raw(const char* data, std::size_t size, boost::system::error_code& ec);
     std::size_t retry_version(const char* data, std::size_t size, boost::system::error_code& ec);
@@ -73,6 +80,12 @@ private:
     unsigned host_count_ = 0;
     bool absolute_form_ = false;
     std::uint64_t body_bytes_ = 0;
+
+    // The request line as checked so far: the part being read, and how many bytes of it.
+    enum class line_part : std::uint8_t { method, target, version, lf, done };
+    line_part line_ = line_part::method;
+    std::size_t line_scanned_ = 0;
+    std::size_t part_bytes_ = 0;
 };
 
 /// Whether `host` is a valid Host field value: reg-name, IPv4 or [IP-literal], optional :port.
