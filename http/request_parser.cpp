@@ -25,6 +25,10 @@ constexpr bool alnum(unsigned char c) noexcept {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+constexpr bool hexdig(unsigned char c) noexcept {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
 /// RFC 9110, 5.6.2.
 constexpr bool tchar(unsigned char c) noexcept {
     return alnum(c) ||
@@ -37,6 +41,11 @@ constexpr bool tchar(unsigned char c) noexcept {
 constexpr bool uri_char(unsigned char c) noexcept {
     return alnum(c) || std::string_view("-._~:/?#[]@!$&'()*+,;=%").find(static_cast<char>(c)) !=
                            std::string_view::npos;
+}
+
+/// Control bytes other than HTAB, which no field value or chunk extension may hold.
+constexpr bool control(unsigned char c) noexcept {
+    return (c < 0x20 && c != '\t') || c == 0x7f;
 }
 
 /// Longer than any method this server knows (Beast's longest is 11 bytes), still a token: RFC
@@ -93,7 +102,15 @@ std::size_t request_parser::feed(const char* data, std::size_t size,
         if (ec || !header_present(data, size, ec)) return 0;
     }
     const std::size_t n = put_raw(data, size, ec);
-    return ec == bh::error::bad_version ? retry_version(data, size, ec) : n;
+    if (ec == bh::error::bad_version) return retry_version(data, size, ec);
+    if (n != 0) {
+        chunk_ = chunk_part::start;
+        chunk_scanned_ = 0;
+    }
+    // Beast leaves bytes unconsumed in a body only at a chunk header it has not all of.
+    if (ec == bh::error::need_more && is_header_done() && chunked())
+        check_chunk_bytes(data + n, size - n, ec);
+    return n;
 }
 
 void request_parser::check_request_line(const char* data, std::size_t size,
@@ -151,6 +168,113 @@ void request_parser::check_request_line(const char* data, std::size_t size,
             line_ = line_part::done;
             break;
         case line_part::done:
+            break;
+        }
+    }
+}
+
+void request_parser::check_chunk_bytes(const char* data, std::size_t size,
+                                       boost::system::error_code& ec) {
+    // chunk-size [ chunk-ext ] CRLF, and after the last chunk the trailer section and its empty
+    // line (RFC 9112, 7.1). Beast needs each of these whole before it looks, so a bare LF would
+    // otherwise wait for the body timeout (bare LF is refused everywhere else: here too).
+    const auto size_digit = [this](unsigned char c) {
+        if (c != '0' || size_digits_ != 0) ++size_digits_;
+        return size_digits_ <= 16; // beyond 64 bits
+    };
+    for (; chunk_scanned_ < size && chunk_ != chunk_part::done; ++chunk_scanned_) {
+        const auto c = static_cast<unsigned char>(data[chunk_scanned_]);
+        switch (chunk_) {
+        case chunk_part::start:
+        case chunk_part::size_first:
+            if (chunk_ == chunk_part::start && c == '\r') {
+                chunk_ = chunk_part::data_lf;
+                break;
+            }
+            size_digits_ = 0;
+            quoted_ = false;
+            escaped_ = false;
+            if (!hexdig(c) || !size_digit(c)) {
+                ec = c == '\n' ? bh::error::bad_line_ending : bh::error::bad_chunk;
+                return;
+            }
+            chunk_ = chunk_part::size;
+            break;
+        case chunk_part::data_lf:
+            if (c != '\n') {
+                ec = bh::error::bad_chunk;
+                return;
+            }
+            chunk_ = chunk_part::size_first;
+            break;
+        case chunk_part::size:
+            if (hexdig(c)) {
+                if (!size_digit(c)) {
+                    ec = bh::error::bad_chunk;
+                    return;
+                }
+                break;
+            }
+            chunk_ = chunk_part::extensions;
+            [[fallthrough]];
+        case chunk_part::extensions:
+            // Beast reads a quoted string up to its closing DQUOTE, past the line's end and
+            // into the data if need be: a line ending inside one would wait for the timeout.
+            if (c == '\r' && !quoted_) {
+                chunk_ = chunk_part::line_lf;
+            } else if (c == '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            } else if (control(c) || c == '\r') {
+                ec = bh::error::bad_chunk_extension;
+                return;
+            } else if (escaped_) {
+                escaped_ = false;
+            } else if (quoted_ && c == '\\') {
+                escaped_ = true;
+            } else if (c == '"') {
+                quoted_ = !quoted_;
+            }
+            break;
+        case chunk_part::line_lf:
+            if (c != '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            }
+            // After a chunk with data, Beast takes the line and what follows is data.
+            chunk_ = size_digits_ == 0 ? chunk_part::trailer_start : chunk_part::done;
+            break;
+        case chunk_part::trailer_start:
+            if (c == '\r') {
+                chunk_ = chunk_part::end_lf;
+                break;
+            }
+            if (c == ' ' || c == '\t') {
+                ec = request_error::obs_fold;
+                return;
+            }
+            chunk_ = chunk_part::trailer;
+            [[fallthrough]];
+        case chunk_part::trailer:
+            if (c == '\r') {
+                chunk_ = chunk_part::trailer_lf;
+            } else if (c == '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            } else if (control(c)) {
+                ec = bh::error::bad_value;
+                return;
+            }
+            break;
+        case chunk_part::trailer_lf:
+        case chunk_part::end_lf:
+            if (c != '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            }
+            chunk_ = chunk_ == chunk_part::end_lf ? chunk_part::done : chunk_part::trailer_start;
+            break;
+        case chunk_part::done:
             break;
         }
     }
@@ -363,6 +487,41 @@ std::size_t request_parser::on_body_impl(boost::beast::string_view body,
                                          boost::system::error_code&) {
     body_bytes_ += body.size();
     return body.size();
+}
+
+void request_parser::on_chunk_header_impl(std::uint64_t size,
+                                          boost::beast::string_view extensions_sv,
+                                          boost::system::error_code& ec) {
+    // Beast takes any byte but DQUOTE inside a quoted chunk-ext-val, a bare LF or NUL too,
+    // where a proxy in front may end the line at the LF: the two would then disagree on where
+    // the chunk data starts, and a request could hide in a body. qdtext and quoted-pair allow
+    // HTAB and no other control byte (RFC 9110, 5.6.4).
+    const std::string_view extensions(extensions_sv.data(), extensions_sv.size());
+    if (std::any_of(extensions.begin(), extensions.end(),
+                    [](char c) { return control(static_cast<unsigned char>(c)); })) {
+        ec = bh::error::bad_chunk_extension;
+        return;
+    }
+    // Extensions are neither header nor body to Beast: bound them by the header limit, for
+    // the whole request.
+    extension_bytes_ += extensions.size();
+    if (extension_bytes_ > max_header_bytes_) {
+        ec = request_error::chunk_extensions_too_large;
+        return;
+    }
+    if (size != 0) return;
+    // The last chunk: Beast parses the trailer section, which it has whole and right after
+    // this line in the bytes being put, next, and unfolds obs-fold there as in the header.
+    const char* const after = extensions.data() + extensions.size();
+    const std::string_view rest(after, static_cast<std::size_t>(raw_ + raw_size_ - after));
+    const auto end = rest.find("\r\n\r\n");
+    if (end == std::string_view::npos) return;
+    for (auto at = rest.find('\n'); at < end; at = rest.find('\n', at + 1)) {
+        if (rest[at + 1] == ' ' || rest[at + 1] == '\t') {
+            ec = request_error::obs_fold;
+            return;
+        }
+    }
 }
 
 std::size_t request_parser::on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,

@@ -35,8 +35,18 @@ struct request_head {
 /// Beast looks at a line only once it has all of it, and at the header only once the empty
 /// line is here, so on its own a malformed request line would hold a connection until the
 /// header timeout. The request line is therefore checked byte by byte as it arrives (method
-/// token, a target in RFC 3986's character set, "HTTP/" DIGIT "." DIGIT, CRLF): the first
-/// byte that cannot begin a valid request is refused at once.
+/// token, a target in RFC 3986's character set, "HTTP/" DIGIT "." DIGIT, CRLF), and so are the
+/// bytes of a chunk-size line or trailer section Beast is waiting on: the first byte that
+/// cannot begin a valid request is refused at once.
+///
+/// Where Beast accepts bytes RFC 9112 forbids, this class refuses them: control bytes (even
+/// a bare LF) in a quoted chunk extension, obs-fold in trailers, an unbounded total of chunk
+/// extensions. What Beast already refuses and this class relies on: control bytes and bare
+/// CR or LF in field values and trailers, a chunk-size that is empty, signed, "0x"-prefixed,
+/// padded with whitespace or beyond 64 bits, chunk data not followed by CRLF, and
+/// Content-Length or Transfer-Encoding among the trailers. Accepted on purpose: obs-text
+/// (bytes >= 0x80) in field values and quoted extensions (RFC 9110, 5.5 and 5.6.4), and a
+/// Connection field among the trailers, which can only make Beast close after the response.
 class request_parser final : public boost::beast::http::basic_parser<true> {
 public:
     /// `head` is filled as the request line and fields arrive.
@@ -60,14 +70,15 @@ private:
     void on_body_init_impl(const boost::optional<std::uint64_t>&,
                            boost::system::error_code&) override {}
     std::size_t on_body_impl(boost::beast::string_view body, boost::system::error_code&) override;
-    void on_chunk_header_impl(std::uint64_t, boost::beast::string_view,
-                              boost::system::error_code&) override {}
+    void on_chunk_header_impl(std::uint64_t size, boost::beast::string_view extensions,
+                              boost::system::error_code& ec) override;
     std::size_t on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
                                    boost::system::error_code&) override;
     void on_finish_impl(boost::system::error_code&) override {}
 
     void on_transfer_encoding(std::string_view value, boost::system::error_code& ec);
     void check_request_line(const char* data, std::size_t size, boost::system::error_code& ec);
+    void check_chunk_bytes(const char* data, std::size_t size, boost::system::error_code& ec);
     bool header_present(const char* data, std::size_t size, boost::system::error_code& ec);
     std::size_t put_raw(const char* data, std::size_t size, boost::system::error_code& ec);
     std::size_t retry_version(const char* data, std::size_t size, boost::system::error_code& ec);
@@ -86,6 +97,28 @@ private:
     line_part line_ = line_part::method;
     std::size_t line_scanned_ = 0;
     std::size_t part_bytes_ = 0;
+
+    // The bytes Beast left unconsumed at a chunk header, as checked so far. They start where
+    // the previous chunk's data ended; any byte Beast consumes starts them again.
+    enum class chunk_part : std::uint8_t {
+        start,         // the CR of the previous chunk's data CRLF, or the first size digit
+        data_lf,       // the LF of that CRLF
+        size_first,    // the first size digit
+        size,          // more size digits
+        extensions,    // up to the CR
+        line_lf,       // the LF ending the chunk-size line
+        trailer_start, // a trailer field line, or the final empty line
+        trailer,       // a trailer field line, up to its CR
+        trailer_lf,    // the LF ending it
+        end_lf,        // the LF of the final empty line
+        done,
+    };
+    chunk_part chunk_ = chunk_part::start;
+    std::size_t chunk_scanned_ = 0;
+    unsigned size_digits_ = 0; // significant hex digits of the chunk size
+    bool quoted_ = false;      // inside a quoted chunk-ext-val
+    bool escaped_ = false;     // after its backslash
+    std::uint64_t extension_bytes_ = 0;
 };
 
 /// Whether `host` is a valid Host field value: reg-name, IPv4 or [IP-literal], optional :port.
