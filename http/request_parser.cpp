@@ -98,7 +98,7 @@ request_parser::request_parser(request_head& head, std::size_t max_header_bytes,
 std::size_t request_parser::feed(const char* data, std::size_t size,
                                  boost::system::error_code& ec) {
     if (!is_header_done()) {
-        check_request_line(data, size, ec);
+        check_header(data, size, ec);
         if (ec || !header_present(data, size, ec)) return 0;
     }
     const std::size_t n = put_raw(data, size, ec);
@@ -113,18 +113,20 @@ std::size_t request_parser::feed(const char* data, std::size_t size,
     return n;
 }
 
-void request_parser::check_request_line(const char* data, std::size_t size,
-                                        boost::system::error_code& ec) {
-    // request-line = method SP request-target SP HTTP-version CRLF (RFC 9112, 3). Past the
-    // header limit the line is too long (414), whatever it holds.
+void request_parser::check_header(const char* data, std::size_t size,
+                                  boost::system::error_code& ec) {
+    // request-line = method SP request-target SP HTTP-version CRLF (RFC 9112, 3), then
+    // *( field-line CRLF ) CRLF (RFC 9112, 5). Past the header limit the header is too long
+    // (414 or 431), whatever it holds. Beast checks all of this again once the header is
+    // whole: this only refuses sooner.
     static constexpr std::string_view http = "HTTP/";
     const std::size_t window = std::min(size, max_header_bytes_);
-    for (; line_scanned_ < window && line_ != line_part::done; ++line_scanned_) {
-        const auto c = static_cast<unsigned char>(data[line_scanned_]);
-        switch (line_) {
-        case line_part::method:
+    for (; header_scanned_ < window && header_ != header_part::done; ++header_scanned_) {
+        const auto c = static_cast<unsigned char>(data[header_scanned_]);
+        switch (header_) {
+        case header_part::method:
             if (c == ' ' && part_bytes_ != 0) {
-                line_ = line_part::target;
+                header_ = header_part::target;
                 part_bytes_ = 0;
             } else if (!tchar(c)) {
                 ec = bh::error::bad_method;
@@ -134,9 +136,9 @@ void request_parser::check_request_line(const char* data, std::size_t size,
                 return;
             }
             break;
-        case line_part::target:
+        case header_part::target:
             if (c == ' ' && part_bytes_ != 0) {
-                line_ = line_part::version;
+                header_ = header_part::version;
                 part_bytes_ = 0;
             } else if (!uri_char(c)) {
                 ec = bh::error::bad_target;
@@ -145,7 +147,7 @@ void request_parser::check_request_line(const char* data, std::size_t size,
                 ++part_bytes_;
             }
             break;
-        case line_part::version: {
+        case header_part::version: {
             // "HTTP/" DIGIT "." DIGIT CR: which versions are served is Beast's and
             // retry_version's to say, once the line is whole.
             const std::size_t at = part_bytes_++;
@@ -157,17 +159,56 @@ void request_parser::check_request_line(const char* data, std::size_t size,
                 ec = bh::error::bad_version;
                 return;
             }
-            if (c == '\r') line_ = line_part::lf;
+            if (c == '\r') header_ = header_part::line_lf;
             break;
         }
-        case line_part::lf:
+        case header_part::field_start:
+            if (c == '\r') {
+                header_ = header_part::end_lf;
+                break;
+            }
+            if (c == ' ' || c == '\t') {
+                ec = request_error::obs_fold; // or whitespace before the first field
+                return;
+            }
+            if (c == ':') {
+                ec = bh::error::bad_field; // an empty name
+                return;
+            }
+            header_ = header_part::field_name;
+            [[fallthrough]];
+        case header_part::field_name:
+            if (c == ':') {
+                header_ = header_part::field_value;
+            } else if (c == '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            } else if (!tchar(c)) {
+                ec = bh::error::bad_field; // whitespace before the colon too (RFC 9112, 5.1)
+                return;
+            }
+            break;
+        case header_part::field_value:
+            if (c == '\r') {
+                header_ = header_part::field_lf;
+            } else if (c == '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            } else if (control(c)) {
+                ec = bh::error::bad_value;
+                return;
+            }
+            break;
+        case header_part::line_lf:
+        case header_part::field_lf:
+        case header_part::end_lf:
             if (c != '\n') {
                 ec = bh::error::bad_line_ending;
                 return;
             }
-            line_ = line_part::done;
+            header_ = header_ == header_part::end_lf ? header_part::done : header_part::field_start;
             break;
-        case line_part::done:
+        case header_part::done:
             break;
         }
     }

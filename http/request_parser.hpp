@@ -33,11 +33,12 @@ struct request_head {
 /// request_parser would build a basic_fields node for every header.
 ///
 /// Beast looks at a line only once it has all of it, and at the header only once the empty
-/// line is here, so on its own a malformed request line would hold a connection until the
-/// header timeout. The request line is therefore checked byte by byte as it arrives (method
-/// token, a target in RFC 3986's character set, "HTTP/" DIGIT "." DIGIT, CRLF), and so are the
-/// bytes of a chunk-size line or trailer section Beast is waiting on: the first byte that
-/// cannot begin a valid request is refused at once.
+/// line is here, so on its own a malformed request would hold a connection until the header
+/// timeout. The header is therefore checked byte by byte as it arrives (the request line's
+/// method token, a target in RFC 3986's character set, "HTTP/" DIGIT "." DIGIT, CRLF; then
+/// each field line's token, colon and value without control bytes, CRLF, no obs-fold), and so
+/// are the bytes of a chunk-size line or trailer section Beast is waiting on: the first byte
+/// that cannot begin a valid request is refused at once.
 ///
 /// Where Beast accepts bytes RFC 9112 forbids, this class refuses them: control bytes (even
 /// a bare LF) in a quoted chunk extension, obs-fold in trailers, an unbounded total of chunk
@@ -77,7 +78,7 @@ private:
     void on_finish_impl(boost::system::error_code&) override {}
 
     void on_transfer_encoding(std::string_view value, boost::system::error_code& ec);
-    void check_request_line(const char* data, std::size_t size, boost::system::error_code& ec);
+    void check_header(const char* data, std::size_t size, boost::system::error_code& ec);
     void check_chunk_bytes(const char* data, std::size_t size, boost::system::error_code& ec);
     bool header_present(const char* data, std::size_t size, boost::system::error_code& ec);
     std::size_t put_raw(const char* data, std::size_t size, boost::system::error_code& ec);
@@ -92,10 +93,21 @@ private:
     bool absolute_form_ = false;
     std::uint64_t body_bytes_ = 0;
 
-    // The request line as checked so far: the part being read, and how many bytes of it.
-    enum class line_part : std::uint8_t { method, target, version, lf, done };
-    line_part line_ = line_part::method;
-    std::size_t line_scanned_ = 0;
+    // The header as checked so far: the part being read, and how many bytes of it.
+    enum class header_part : std::uint8_t {
+        method,
+        target,
+        version,     // and the CR after it
+        line_lf,     // the LF ending the request line
+        field_start, // a field line, or the empty line ending the header
+        field_name,
+        field_value, // up to the CR
+        field_lf,
+        end_lf, // the LF of the empty line
+        done,
+    };
+    header_part header_ = header_part::method;
+    std::size_t header_scanned_ = 0;
     std::size_t part_bytes_ = 0;
 
     // The bytes Beast left unconsumed at a chunk header, as checked so far. They start where

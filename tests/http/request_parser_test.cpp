@@ -194,6 +194,20 @@ TEST(RequestLineTest, ConnectIsNotImplemented) {
     expect_refused("GET example.com:80 HTTP/1.1\r\nHost: x\r\n\r\n", 400);
 }
 
+// ---- Field lines are checked as they arrive (RFC 9112, 5) ----
+
+TEST(FieldLineTest, MalformedFieldLinesAre400AtOnce) {
+    constexpr std::string_view line = "GET / HTTP/1.1\r\n";
+    for (const std::string_view bad :
+         {"\0"sv, "\x16"sv, ":"sv, "Host "sv, "Host\t"sv, "Ho("sv, "H\xc3"sv, "X\r"sv, "X\n"sv,
+          "Host: a\x01"sv, "Host: a\x7f"sv, "Host: a\n"sv, "Host: a\rb"sv, "Host: a\r\n "sv,
+          "Host: a\r\n\t"sv, "Host: a\r\n\n"sv, "Host: a\r\n\rX"sv, " "sv, "\n"sv}) {
+        expect_refused_at_last_byte(std::string(line) + std::string(bad), 400);
+    }
+    // Past the empty line, the rest is the body's or the next request's.
+    expect_accepted("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n\0\n"s);
+}
+
 // ---- Host ----
 
 TEST(HostTest, EmptyHostIsAccepted) {

@@ -76,6 +76,11 @@ TEST_F(RejectionTest, BinaryGarbageIs400) {
     expect_answer(std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11), 400);
 }
 
+TEST_F(RejectionTest, GarbageAfterTheRequestLineIs400) {
+    expect_answer(std::string("GET / HTTP/1.1\r\n\0\x01\x02", 19), 400);
+    expect_answer("GET / HTTP/1.1\r\nHost: a\r\nX: \x1b[2J", 400);
+}
+
 TEST_F(RejectionTest, LeadingEmptyLinesAreStillTolerated) {
     expect_answer("\r\n\r\n" + get, 200);
 }
