@@ -107,8 +107,9 @@ std::size_t request_parser::feed(const char* data, std::size_t size,
         chunk_ = chunk_part::start;
         chunk_scanned_ = 0;
     }
-    // Beast leaves bytes unconsumed in a body only at a chunk header it has not all of.
-    if (ec == bh::error::need_more && is_header_done() && chunked())
+    // Between two chunks, the bytes Beast leaves unconsumed are a chunk header it has not all
+    // of. (Within a chunk's data they are data a body consumer has not taken yet.)
+    if (ec == bh::error::need_more && is_header_done() && chunked() && chunk_left_ == 0)
         check_chunk_bytes(data + n, size - n, ec);
     return n;
 }
@@ -550,6 +551,7 @@ void request_parser::on_chunk_header_impl(std::uint64_t size,
         ec = request_error::chunk_extensions_too_large;
         return;
     }
+    chunk_left_ = size;
     if (size != 0) return;
     // The last chunk: Beast parses the trailer section, which it has whole and right after
     // this line in the bytes being put, next, and unfolds obs-fold there as in the header.
@@ -565,9 +567,10 @@ void request_parser::on_chunk_header_impl(std::uint64_t size,
     }
 }
 
-std::size_t request_parser::on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
+std::size_t request_parser::on_chunk_body_impl(std::uint64_t remain, boost::beast::string_view body,
                                                boost::system::error_code&) {
     body_bytes_ += body.size();
+    chunk_left_ = remain - body.size();
     return body.size();
 }
 

@@ -131,6 +131,7 @@ private:
     bool quoted_ = false;      // inside a quoted chunk-ext-val
     bool escaped_ = false;     // after its backslash
     std::uint64_t extension_bytes_ = 0;
+    std::uint64_t chunk_left_ = 0; // data bytes of the current chunk not yet taken
 };
 
 /// Whether `host` is a valid Host field value: reg-name, IPv4 or [IP-literal], optional :port.
