@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -50,8 +49,8 @@ outcome parse(std::string_view input, std::size_t step = whole, std::size_t max_
             const std::size_t n = parser.feed(buffer.data(), buffer.size(), ec);
             if (ec && ec != bh::error::need_more) {
                 const bool line_complete =
-                    std::memchr(buffer.data(), '\n', std::min(buffer.size(), max_header)) !=
-                    nullptr;
+                    std::string_view(buffer).substr(0, max_header).find('\n') !=
+                    std::string_view::npos;
                 o.ec = ec;
                 o.status = status_for(ec, line_complete);
                 return o;
