@@ -35,12 +35,16 @@ constexpr bool tchar(unsigned char c) noexcept {
            std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
 }
 
-/// RFC 3986's characters: unreserved, gen-delims, sub-delims and "%". Anything else in a
-/// request-target (bytes >= 0x80, raw UTF-8 or overlong forms like C0 AF, controls, DQUOTE,
-/// "\", "^", "{"...) is malformed; percent-decoding is left to whoever uses the target.
+/// RFC 3986's characters (unreserved, gen-delims, sub-delims and "%"), plus "{", "}", "|",
+/// "^" and "`": browsers leave those unencoded in a query, and "|" and "^" in a path too (the
+/// WHATWG URL standard's percent-encode sets), so refusing them refuses real traffic, as Tomcat
+/// found when it did (and added relaxedQueryChars). Anything else in a request-target (bytes
+/// >= 0x80, raw UTF-8 or overlong forms like C0 AF, controls, DEL, space, DQUOTE, "<", ">",
+/// "\") is malformed; percent-decoding is left to whoever uses the target.
 constexpr bool uri_char(unsigned char c) noexcept {
-    return alnum(c) || std::string_view("-._~:/?#[]@!$&'()*+,;=%").find(static_cast<char>(c)) !=
-                           std::string_view::npos;
+    return alnum(c) ||
+           std::string_view("-._~:/?#[]@!$&'()*+,;=%{}|^`").find(static_cast<char>(c)) !=
+               std::string_view::npos;
 }
 
 /// Control bytes other than HTAB, which no field value or chunk extension may hold.

@@ -158,8 +158,8 @@ TEST(RequestLineTest, MethodLongerThanAnyKnownIs501AtOnce) {
 
 TEST(RequestLineTest, TargetBytesOutsideRfc3986AreRefusedAtOnce) {
     for (const std::string_view bad :
-         {"\x80"sv, "\xff"sv, "\xc0\xaf"sv, "\xc3\xa9"sv, "\""sv, "<"sv, ">"sv, "\\"sv, "^"sv,
-          "`"sv, "{"sv, "|"sv, "}"sv, "\x7f"sv, "\x01"sv, "\0"sv, "\t"sv, "\x1b"sv}) {
+         {"\x80"sv, "\xff"sv, "\xc0\xaf"sv, "\xc3\xa9"sv, "\""sv, "<"sv, ">"sv, "\\"sv, "\x7f"sv,
+          "\x01"sv, "\0"sv, "\t"sv, "\x1b"sv}) {
         expect_refused_at_last_byte("GET /a"s + bad.front(), 400);
         expect_refused("GET /a"s + std::string(bad) + "b HTTP/1.1\r\nHost: x\r\n\r\n", 400);
     }
@@ -170,6 +170,11 @@ TEST(RequestLineTest, TargetAllowsTheWholeRfc3986Set) {
     expect_accepted("GET /AZaz09-._~:/?#[]@!$&'()*+,;=%41%zz HTTP/1.1\r\nHost: x\r\n\r\n");
     expect_accepted("GET http://[::1]:80/a?b=c HTTP/1.1\r\nHost: x\r\n\r\n");
     expect_accepted("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n");
+}
+
+TEST(RequestLineTest, TargetAllowsWhatBrowsersLeaveUnencoded) {
+    // Outside RFC 3986, but sent as is by browsers (WHATWG URL): refusing them refuses users.
+    expect_accepted("GET /a|b^c?q={x}&r=`y` HTTP/1.1\r\nHost: x\r\n\r\n");
 }
 
 TEST(RequestLineTest, ValidRequestsParseWhateverTheSplit) {
