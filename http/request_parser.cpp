@@ -104,9 +104,16 @@ std::size_t request_parser::feed(const char* data, std::size_t size,
     if (!is_header_done()) {
         check_header(data, size, ec);
         if (ec || !header_present(data, size, ec)) return 0;
+    } else if (size < 5 && chunk_ >= chunk_part::trailer_start && chunk_ <= chunk_part::end_lf) {
+        // Beast has the last chunk's line and waits for its trailer section. Given fewer than
+        // five bytes then, it asserts (a CRLF before the line, as after a chunk's data): check
+        // them here and wait.
+        check_chunk_bytes(data, size, ec);
+        if (!ec) ec = bh::error::need_more;
+        return 0;
     }
-    const std::size_t n = put_raw(data, size, ec);
-    if (ec == bh::error::bad_version) return retry_version(data, size, ec);
+    std::size_t n = put_raw(data, size, ec);
+    if (ec == bh::error::bad_version) n = retry_version(data, size, ec);
     if (n != 0) {
         chunk_ = chunk_part::start;
         chunk_scanned_ = 0;

@@ -263,6 +263,15 @@ TEST(ChunkedTest, FinalChunkEndingInBareLfIs400AtOnce) {
     expect_refused_at_last_byte(chunked("0\r\nX: y\r\n\n"), 400);
 }
 
+TEST(ChunkedTest, LaterMinorVersionsGetTheSameChecks) {
+    // HTTP/1.5 is parsed from a copy that says 1.1: the bytes after it are checked all the same.
+    constexpr std::string_view head =
+        "POST / HTTP/1.5\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    expect_refused_at_last_byte(std::string(head) + "0\r\n\n", 400);
+    expect_refused_at_last_byte(std::string(head) + "5\n", 400);
+    expect_accepted(std::string(head) + "5;a=b\r\nhello\r\n0\r\nX: y\r\n\r\n");
+}
+
 TEST(ChunkedTest, BareLfInTheChunkSizeLineIs400AtOnce) {
     expect_refused_at_last_byte(chunked("5\n"), 400);
     expect_refused_at_last_byte(chunked("5;a=b\n"), 400);
