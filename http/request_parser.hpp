@@ -35,7 +35,8 @@ struct request_head {
 /// Beast looks at a line only once it has all of it, and at the header only once the empty
 /// line is here, so on its own a malformed request would hold a connection until the header
 /// timeout. The header is therefore checked byte by byte as it arrives (the request line's
-/// method token, a target in RFC 3986's character set, "HTTP/" DIGIT "." DIGIT, CRLF; then
+/// method token of at most 32 bytes (501 past it), a target in RFC 3986's character set plus
+/// the few that browsers leave unencoded, "HTTP/" DIGIT "." DIGIT, CRLF; then
 /// each field line's token, colon and value without control bytes, CRLF, no obs-fold), and so
 /// are the bytes of a chunk-size line or trailer section Beast is waiting on: the first byte
 /// that cannot begin a valid request is refused at once.
