@@ -34,6 +34,10 @@ public:
             return "HTTP version not supported";
         case request_error::expectation_failed:
             return "unsupported expectation";
+        case request_error::method_not_implemented:
+            return "method not implemented";
+        case request_error::chunk_extensions_too_large:
+            return "chunk extensions too large";
         }
         return "unknown request error";
     }
@@ -49,8 +53,11 @@ const boost::system::error_category& request_error_category() noexcept {
 unsigned status_for(const boost::system::error_code& ec, bool line_complete) noexcept {
     namespace bh = boost::beast::http;
     if (ec == bh::error::header_limit) return line_complete ? 431 : 414;
-    if (ec == bh::error::body_limit) return 413;
-    if (ec == request_error::unsupported_transfer_coding) return 501;
+    // Extensions are body bytes the body limit does not count; Node.js answers 413 too.
+    if (ec == bh::error::body_limit || ec == request_error::chunk_extensions_too_large) return 413;
+    if (ec == request_error::unsupported_transfer_coding ||
+        ec == request_error::method_not_implemented)
+        return 501;
     if (ec == request_error::version_not_supported) return 505;
     if (ec == request_error::expectation_failed) return 417;
     return 400;

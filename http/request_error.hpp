@@ -18,6 +18,8 @@ enum class request_error {
     unsupported_transfer_coding,
     version_not_supported,
     expectation_failed,
+    method_not_implemented,
+    chunk_extensions_too_large,
 };
 
 const boost::system::error_category& request_error_category() noexcept;

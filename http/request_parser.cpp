@@ -21,6 +21,42 @@ std::string_view trim(std::string_view s) noexcept {
     return s;
 }
 
+constexpr bool alnum(unsigned char c) noexcept {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+constexpr bool hexdig(unsigned char c) noexcept {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/// RFC 9110, 5.6.2.
+constexpr bool tchar(unsigned char c) noexcept {
+    return alnum(c) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
+}
+
+/// RFC 3986's characters (unreserved, gen-delims, sub-delims and "%"), plus "{", "}", "|",
+/// "^" and "`": browsers leave those unencoded in a query, and "|" and "^" in a path too (the
+/// WHATWG URL standard's percent-encode sets), so refusing them refuses real traffic, as Tomcat
+/// found when it did (and added relaxedQueryChars). Anything else in a request-target (bytes
+/// >= 0x80, raw UTF-8 or overlong forms like C0 AF, controls, DEL, space, DQUOTE, "<", ">",
+/// "\") is malformed; percent-decoding is left to whoever uses the target.
+constexpr bool uri_char(unsigned char c) noexcept {
+    return alnum(c) ||
+           std::string_view("-._~:/?#[]@!$&'()*+,;=%{}|^`").find(static_cast<char>(c)) !=
+               std::string_view::npos;
+}
+
+/// Control bytes other than HTAB, which no field value or chunk extension may hold.
+constexpr bool control(unsigned char c) noexcept {
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+/// Longer than any method this server knows (Beast's longest is 11 bytes), still a token: RFC
+/// 9112 (3) has a server answer 501 to a method longer than any it implements, rather than
+/// wait for a request line that would end in 414.
+constexpr std::size_t max_method_bytes = 32;
+
 bool host_char(unsigned char c) noexcept {
     // unreserved / pct-encoded / sub-delims (RFC 3986 reg-name)
     return std::isalnum(c) != 0 || std::strchr("-._~%!$&'()*+,;=", c) != nullptr;
@@ -77,9 +113,236 @@ request_parser::request_parser(request_head& head, std::size_t max_header_bytes,
 
 std::size_t request_parser::feed(const char* data, std::size_t size,
                                  boost::system::error_code& ec) {
-    if (!is_header_done() && !header_present(data, size, ec)) return 0;
-    const std::size_t n = put_raw(data, size, ec);
-    return ec == bh::error::bad_version ? retry_version(data, size, ec) : n;
+    if (!is_header_done()) {
+        check_header(data, size, ec);
+        if (ec || !header_present(data, size, ec)) return 0;
+    } else if (size < 5 && chunk_ >= chunk_part::trailer_start && chunk_ <= chunk_part::end_lf) {
+        // Beast has the last chunk's line and waits for its trailer section. Given fewer than
+        // five bytes then, it asserts (a CRLF before the line, as after a chunk's data): check
+        // them here and wait.
+        check_chunk_bytes(data, size, ec);
+        if (!ec) ec = bh::error::need_more;
+        return 0;
+    }
+    std::size_t n = put_raw(data, size, ec);
+    if (ec == bh::error::bad_version) n = retry_version(data, size, ec);
+    if (n != 0) {
+        chunk_ = chunk_part::start;
+        chunk_scanned_ = 0;
+    }
+    // Between two chunks, the bytes Beast leaves unconsumed are a chunk header it has not all
+    // of. (Within a chunk's data they are data a body consumer has not taken yet.)
+    if (ec == bh::error::need_more && is_header_done() && chunked() && chunk_left_ == 0)
+        check_chunk_bytes(data + n, size - n, ec);
+    return n;
+}
+
+void request_parser::check_header(const char* data, std::size_t size,
+                                  boost::system::error_code& ec) {
+    // request-line = method SP request-target SP HTTP-version CRLF (RFC 9112, 3), then
+    // *( field-line CRLF ) CRLF (RFC 9112, 5). Past the header limit the header is too long
+    // (414 or 431), whatever it holds. Beast checks all of this again once the header is
+    // whole: this only refuses sooner.
+    static constexpr std::string_view http = "HTTP/";
+    const std::size_t window = std::min(size, max_header_bytes_);
+    for (; header_scanned_ < window && header_ != header_part::done; ++header_scanned_) {
+        const auto c = static_cast<unsigned char>(data[header_scanned_]);
+        switch (header_) {
+        case header_part::method:
+            if (c == ' ' && part_bytes_ != 0) {
+                header_ = header_part::target;
+                part_bytes_ = 0;
+            } else if (!tchar(c)) {
+                ec = bh::error::bad_method;
+                return;
+            } else if (++part_bytes_ > max_method_bytes) {
+                ec = request_error::method_not_implemented;
+                return;
+            }
+            break;
+        case header_part::target:
+            if (c == ' ' && part_bytes_ != 0) {
+                header_ = header_part::version;
+                part_bytes_ = 0;
+            } else if (!uri_char(c)) {
+                ec = bh::error::bad_target;
+                return;
+            } else {
+                ++part_bytes_;
+            }
+            break;
+        case header_part::version: {
+            // "HTTP/" DIGIT "." DIGIT CR: which versions are served is Beast's and
+            // retry_version's to say, once the line is whole.
+            const std::size_t at = part_bytes_++;
+            const bool ok = at < http.size()     ? c == static_cast<unsigned char>(http[at])
+                            : at == 5 || at == 7 ? c >= '0' && c <= '9'
+                            : at == 6            ? c == '.'
+                                                 : c == '\r';
+            if (!ok) {
+                ec = bh::error::bad_version;
+                return;
+            }
+            if (c == '\r') header_ = header_part::line_lf;
+            break;
+        }
+        case header_part::field_start:
+            if (c == '\r') {
+                header_ = header_part::end_lf;
+                break;
+            }
+            if (c == ' ' || c == '\t') {
+                ec = request_error::obs_fold; // or whitespace before the first field
+                return;
+            }
+            if (c == ':') {
+                ec = bh::error::bad_field; // an empty name
+                return;
+            }
+            header_ = header_part::field_name;
+            [[fallthrough]];
+        case header_part::field_name:
+            if (c == ':') {
+                header_ = header_part::field_value;
+            } else if (c == '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            } else if (!tchar(c)) {
+                ec = bh::error::bad_field; // whitespace before the colon too (RFC 9112, 5.1)
+                return;
+            }
+            break;
+        case header_part::field_value:
+            if (c == '\r') {
+                header_ = header_part::field_lf;
+            } else if (c == '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            } else if (control(c)) {
+                ec = bh::error::bad_value;
+                return;
+            }
+            break;
+        case header_part::line_lf:
+        case header_part::field_lf:
+        case header_part::end_lf:
+            if (c != '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            }
+            header_ = header_ == header_part::end_lf ? header_part::done : header_part::field_start;
+            break;
+        case header_part::done:
+            break;
+        }
+    }
+}
+
+void request_parser::check_chunk_bytes(const char* data, std::size_t size,
+                                       boost::system::error_code& ec) {
+    // chunk-size [ chunk-ext ] CRLF, and after the last chunk the trailer section and its empty
+    // line (RFC 9112, 7.1). Beast needs each of these whole before it looks, so a bare LF would
+    // otherwise wait for the body timeout (bare LF is refused everywhere else: here too).
+    const auto size_digit = [this](unsigned char c) {
+        if (c != '0' || size_digits_ != 0) ++size_digits_;
+        return size_digits_ <= 16; // beyond 64 bits
+    };
+    for (; chunk_scanned_ < size && chunk_ != chunk_part::done; ++chunk_scanned_) {
+        const auto c = static_cast<unsigned char>(data[chunk_scanned_]);
+        switch (chunk_) {
+        case chunk_part::start:
+        case chunk_part::size_first:
+            if (chunk_ == chunk_part::start && c == '\r') {
+                chunk_ = chunk_part::data_lf;
+                break;
+            }
+            size_digits_ = 0;
+            quoted_ = false;
+            escaped_ = false;
+            if (!hexdig(c) || !size_digit(c)) {
+                ec = c == '\n' ? bh::error::bad_line_ending : bh::error::bad_chunk;
+                return;
+            }
+            chunk_ = chunk_part::size;
+            break;
+        case chunk_part::data_lf:
+            if (c != '\n') {
+                ec = bh::error::bad_chunk;
+                return;
+            }
+            chunk_ = chunk_part::size_first;
+            break;
+        case chunk_part::size:
+            if (hexdig(c)) {
+                if (!size_digit(c)) {
+                    ec = bh::error::bad_chunk;
+                    return;
+                }
+                break;
+            }
+            chunk_ = chunk_part::extensions;
+            [[fallthrough]];
+        case chunk_part::extensions:
+            // Beast reads a quoted string up to its closing DQUOTE, past the line's end and
+            // into the data if need be: a line ending inside one would wait for the timeout.
+            if (c == '\r' && !quoted_) {
+                chunk_ = chunk_part::line_lf;
+            } else if (c == '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            } else if (control(c) || c == '\r') {
+                ec = bh::error::bad_chunk_extension;
+                return;
+            } else if (escaped_) {
+                escaped_ = false;
+            } else if (quoted_ && c == '\\') {
+                escaped_ = true;
+            } else if (c == '"') {
+                quoted_ = !quoted_;
+            }
+            break;
+        case chunk_part::line_lf:
+            if (c != '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            }
+            // After a chunk with data, Beast takes the line and what follows is data.
+            chunk_ = size_digits_ == 0 ? chunk_part::trailer_start : chunk_part::done;
+            break;
+        case chunk_part::trailer_start:
+            if (c == '\r') {
+                chunk_ = chunk_part::end_lf;
+                break;
+            }
+            if (c == ' ' || c == '\t') {
+                ec = request_error::obs_fold;
+                return;
+            }
+            chunk_ = chunk_part::trailer;
+            [[fallthrough]];
+        case chunk_part::trailer:
+            if (c == '\r') {
+                chunk_ = chunk_part::trailer_lf;
+            } else if (c == '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            } else if (control(c)) {
+                ec = bh::error::bad_value;
+                return;
+            }
+            break;
+        case chunk_part::trailer_lf:
+        case chunk_part::end_lf:
+            if (c != '\n') {
+                ec = bh::error::bad_line_ending;
+                return;
+            }
+            chunk_ = chunk_ == chunk_part::end_lf ? chunk_part::done : chunk_part::trailer_start;
+            break;
+        case chunk_part::done:
+            break;
+        }
+    }
 }
 
 bool request_parser::header_present(const char* data, std::size_t size,
@@ -151,6 +414,19 @@ void request_parser::on_request_impl(bh::verb method, boost::beast::string_view,
     }
     head_.version = version == 10 ? 10 : 11;
 
+    if (method == bh::verb::connect) {
+        // CONNECT takes the authority-form, host ":" port, and only it does (RFC 9112, 3.2.3).
+        // This server is no proxy: 501, a method it does not implement at all (RFC 9110,
+        // 9.3.6 and 15.6.2), rather than 405, which says another resource might allow it.
+        const auto colon = target.rfind(':');
+        const auto bracket = target.rfind(']');
+        const bool authority_form =
+            colon != std::string_view::npos && colon + 1 < target.size() && target.front() != '/' &&
+            (bracket == std::string_view::npos || colon > bracket) && valid_host(target);
+        ec = authority_form ? request_error::method_not_implemented : request_error::bad_target;
+        return;
+    }
+
     if (target == "*") {
         if (method != bh::verb::options) ec = request_error::bad_target;
         head_.target = target;
@@ -196,6 +472,9 @@ void request_parser::on_field_impl(bh::field name, boost::beast::string_view,
     const std::string_view value(value_sv.data(), value_sv.size());
     switch (name) {
     case bh::field::host:
+        // An empty Host is accepted: RFC 9112 (3.3) lets a server either reject a request
+        // whose target URI has an empty authority or apply a default one, and this server
+        // serves the same resources whatever the Host (nginx rejects it).
         if (++host_count_ > 1) {
             ec = request_error::duplicate_host;
             return;
@@ -283,9 +562,47 @@ std::size_t request_parser::on_body_impl(boost::beast::string_view body,
     return take_body(std::string_view(body.data(), body.size()), ec);
 }
 
-std::size_t request_parser::on_chunk_body_impl(std::uint64_t, boost::beast::string_view body,
+void request_parser::on_chunk_header_impl(std::uint64_t size,
+                                          boost::beast::string_view extensions_sv,
+                                          boost::system::error_code& ec) {
+    // Beast takes any byte but DQUOTE inside a quoted chunk-ext-val, a bare LF or NUL too,
+    // where a proxy in front may end the line at the LF: the two would then disagree on where
+    // the chunk data starts, and a request could hide in a body. qdtext and quoted-pair allow
+    // HTAB and no other control byte (RFC 9110, 5.6.4).
+    const std::string_view extensions(extensions_sv.data(), extensions_sv.size());
+    if (std::any_of(extensions.begin(), extensions.end(),
+                    [](char c) { return control(static_cast<unsigned char>(c)); })) {
+        ec = bh::error::bad_chunk_extension;
+        return;
+    }
+    // Extensions are neither header nor body to Beast: bound them by the header limit, for
+    // the whole request.
+    extension_bytes_ += extensions.size();
+    if (extension_bytes_ > max_header_bytes_) {
+        ec = request_error::chunk_extensions_too_large;
+        return;
+    }
+    chunk_left_ = size;
+    if (size != 0) return;
+    // The last chunk: Beast parses the trailer section, which it has whole and right after
+    // this line in the bytes being put, next, and unfolds obs-fold there as in the header.
+    const char* const after = extensions.data() + extensions.size();
+    const std::string_view rest(after, static_cast<std::size_t>(raw_ + raw_size_ - after));
+    const auto end = rest.find("\r\n\r\n");
+    if (end == std::string_view::npos) return;
+    for (auto at = rest.find('\n'); at < end; at = rest.find('\n', at + 1)) {
+        if (rest[at + 1] == ' ' || rest[at + 1] == '\t') {
+            ec = request_error::obs_fold;
+            return;
+        }
+    }
+}
+
+std::size_t request_parser::on_chunk_body_impl(std::uint64_t remain, boost::beast::string_view body,
                                                boost::system::error_code& ec) {
-    return take_body(std::string_view(body.data(), body.size()), ec);
+    const std::size_t taken = take_body(std::string_view(body.data(), body.size()), ec);
+    chunk_left_ = remain - taken;
+    return taken;
 }
 
 } // namespace tarry::http

@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 
 #include <ctime>
+#include <string>
+#include <string_view>
 
 namespace tarry::server {
 namespace {
@@ -25,6 +27,32 @@ std::string peer_of(int fd) {
     else if (sa.ss_family == AF_INET6)
         ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&sa)->sin6_addr, buf, sizeof buf);
     return buf;
+}
+
+/// Whether nginx's access log escapes `c`: DQUOTE and backslash, which would end or confuse
+/// the quoted request field, control bytes (a newline would start a forged line, ESC drives
+/// terminals), DEL and everything >= 0x80.
+bool needs_escape(unsigned char c) noexcept {
+    return c == '"' || c == '\\' || c < 0x20 || c >= 0x7f;
+}
+
+/// `s` with every byte needs_escape() picks written as \xHH, as nginx writes it; the parser
+/// already refuses most of these in a target, but the log does not rely on it.
+std::string escaped(std::string_view s) {
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(s.size());
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (needs_escape(c)) {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 0xf];
+        } else {
+            out += ch;
+        }
+    }
+    return out;
 }
 
 } // namespace
@@ -49,10 +77,11 @@ void access_log::write(int fd, const http::request_head* request, unsigned statu
         std::tm tm{};
         gmtime_r(&now, &tm);
         if (request != nullptr) {
-            logger_->info(
-                "{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"{} {} HTTP/{}.{}\" {} {}", peer_of(fd), tm,
-                std::string_view(boost::beast::http::to_string(request->method)), request->target,
-                request->version / 10, request->version % 10, status, body_bytes);
+            logger_->info("{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"{} {} HTTP/{}.{}\" {} {}",
+                          peer_of(fd), tm,
+                          std::string_view(boost::beast::http::to_string(request->method)),
+                          escaped(request->target), request->version / 10, request->version % 10,
+                          status, body_bytes);
         } else {
             logger_->info("{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"-\" {} {}", peer_of(fd), tm,
                           status, body_bytes);

@@ -13,6 +13,8 @@ namespace tarry::server {
 
 /// The access log: one line per response in the Common Log Format
 ///   127.0.0.1 - - [21/Nov/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 13
+/// The target is written with DQUOTE, backslash, control bytes and bytes >= 0x80 as \xHH, as
+/// nginx does, so no request can end the quoted field or the line and forge a log entry.
 /// Off by default. When off, a connection passes no observer to its session: the cost is one
 /// null check per read. When on, lines go through spdlog's file sink, shared by all workers.
 class access_log {
