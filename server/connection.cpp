@@ -59,7 +59,7 @@ void connection::start() {
     }
     // Bytes that came with the connection raise an input edge as soon as it is registered.
     wait(false);
-    born_ = idle_.idle_start();
+    born_ = idle_.enrolled() ? idle_.idle_start() : timeouts::clock::now();
 }
 
 void connection::on_events(std::uint32_t events) noexcept {
@@ -127,10 +127,9 @@ void connection::drive(bool fresh) {
         if (fresh && in_len_ != 0 && !session_.closing() && !session_.has_file()) {
             if (!out_) out_ = out_buffers::take();
             // Past its age the connection answers this request with Connection: close; it is
-            // never closed idle for age. The time is the last timeout-list move's: no clock read.
+            // never closed idle for age. A clock read only when an age is set.
             const auto age = ctx_.settings.max_age;
-            if (age != timeouts::clock::duration::zero() && idle_.enrolled() &&
-                idle_.idle_start() - born_ >= age)
+            if (age != timeouts::clock::duration::zero() && timeouts::clock::now() - born_ >= age)
                 session_.retire();
             const auto before = session_.requests();
             std::size_t used = 0;

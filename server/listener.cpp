@@ -74,12 +74,16 @@ void listener::on_events(std::uint32_t) noexcept {
 
 void listener::accept_all() noexcept {
     while (fd_ >= 0) {
-        if (target_.at_connection_limit() && !target_.relieve_pressure()) {
-            pause();
-            return;
-        }
         const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
+            // At the limit, make room by reclaiming the oldest idle connection, as nginx does
+            // for a connection it has accepted; only for a real newcomer, never ahead of one.
+            if (target_.at_connection_limit() && !target_.relieve_pressure()) {
+                ::close(fd); // nothing idle to give up: refuse this one rather than exceed
+                metrics_.accept_errors.add();
+                pause();
+                return;
+            }
             target_.accept(fd);
             continue;
         }

@@ -1,8 +1,7 @@
 // The server in-process on 127.0.0.1:0 with real sockets and short timeouts. Every timing check
 // is one-sided with generous slack: "not before the deadline" is exact, "soon after" allows
 // seconds, so a loaded machine makes these slower, never red.
-#include "test_client.hpp"
-#include "test_handlers.hpp"
+#include "server_fixture.hpp"
 
 #include <tarry/server/server.hpp>
 
@@ -19,51 +18,6 @@ namespace {
 
 using server::close_reason;
 using server::config;
-
-std::int64_t closes(server::server& s, close_reason r) {
-    std::int64_t n = 0;
-    for (auto& w : s.workers())
-        n += w->metrics().closes[static_cast<std::size_t>(r)].get();
-    return n;
-}
-
-class ServerTest : public ::testing::Test {
-protected:
-    config cfg;
-    std::vector<server::custom_route> custom; ///< routes to test handlers, added to cfg's
-    handler_counts counts;
-    std::unique_ptr<server::server> srv;
-    std::thread runner;
-    std::uint16_t port = 0;
-
-    ServerTest() {
-        cfg.listen = {{"127.0.0.1", 0}};
-        cfg.workers = 1;
-        cfg.drain_timeout = 5s;
-    }
-
-    void start() {
-        srv = std::make_unique<server::server>(cfg, std::vector<std::string>{}, custom);
-        port = srv->endpoints().at(0).port();
-        runner = std::thread([this] { srv->run(); });
-    }
-
-    void TearDown() override {
-        if (!srv) return;
-        srv->stop();
-        runner.join();
-    }
-
-    /// Polls `pred` until it holds or a generous deadline passes.
-    template <class Pred> static bool eventually(Pred pred, steady::duration limit = 5s) {
-        const auto deadline = steady::now() + limit;
-        while (!pred()) {
-            if (steady::now() > deadline) return false;
-            std::this_thread::sleep_for(5ms);
-        }
-        return true;
-    }
-};
 
 TEST_F(ServerTest, TwoRequestsOnOneConnection) {
     cfg.keep_alive_timeout = 65s;

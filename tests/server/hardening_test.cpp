@@ -1,0 +1,197 @@
+// What an attacker or an unlucky client does to the timeout bookkeeping, memory and pressure
+// paths, over real sockets. Timing checks are one-sided with generous slack.
+#include "server_fixture.hpp"
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace tarry::test {
+namespace {
+
+using server::close_reason;
+
+long rss_kib() {
+    std::ifstream in("/proc/self/status");
+    std::string key;
+    long value = 0;
+    while (in >> key) {
+        if (key == "VmRSS:") {
+            in >> value;
+            return value;
+        }
+        in.ignore(1 << 16, '\n');
+    }
+    return 0;
+}
+
+using HardeningTest = ServerTest;
+
+TEST_F(HardeningTest, EmptyLinesDoNotKeepAnIdleConnectionAlive) {
+    cfg.keep_alive_timeout = 500ms;
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send(get));
+    ASSERT_TRUE(c.read_response());
+    const auto answered = steady::now();
+    // An empty line every 200 ms: tolerated between requests, but not activity.
+    for (int i = 0; i < 15 && !c.closed(); ++i) {
+        std::this_thread::sleep_for(200ms);
+        if (!c.send("\r\n")) break;
+        (void)c.wait_closed(1ms);
+    }
+    const auto closed = c.wait_closed(3s);
+    ASSERT_TRUE(closed);
+    EXPECT_LT(*closed - answered, 1500ms); // the 500 ms deadline did not move
+    EXPECT_GE(closes(*srv, close_reason::keep_alive_timeout), 1);
+}
+
+TEST_F(HardeningTest, EachPipelinedRequestHasItsOwnHeaderDeadline) {
+    cfg.header_timeout = 400ms;
+    start();
+    test_client c(port);
+    // Every write ends mid-request; each request completes 150 ms after it started. Over 2 s
+    // that is five header timeouts of the first request, yet no request took 400 ms.
+    const std::string request = get;
+    const std::size_t half = request.size() / 2;
+    ASSERT_TRUE(c.send(request.substr(0, half)));
+    int answered = 0;
+    for (int i = 0; i < 14; ++i) {
+        std::this_thread::sleep_for(150ms);
+        ASSERT_TRUE(c.send(request.substr(half) + request.substr(0, half)));
+        auto r = c.read_response(2s);
+        ASSERT_TRUE(r) << "after " << answered << " responses";
+        EXPECT_EQ(r->status, 200);
+        ++answered;
+    }
+    EXPECT_EQ(answered, 14);
+    EXPECT_FALSE(c.closed());
+}
+
+TEST_F(HardeningTest, BlindUploadOverTheLimitFinishesAndReadsThe413) {
+    cfg.max_body_bytes = 1 << 20;
+    start();
+    for (int i = 0; i < 3; ++i) {
+        test_client c(port);
+        const std::string body(5 << 20, 'x');
+        // Sent whole before reading, as a client that never looks at the answer first: the
+        // server lingers, reading and discarding, so the send completes and the 413 is there.
+        ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body));
+        ::shutdown(c.fd(), SHUT_WR);
+        auto r = c.read_response(10s);
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 413);
+        EXPECT_TRUE(c.wait_closed(10s));
+    }
+}
+
+TEST_F(HardeningTest, LingeringEndsAtItsTotalNotAtTheNextRead) {
+    cfg.lingering_timeout = 300ms;
+    cfg.lingering_time = 1s;
+    cfg.max_body_bytes = 10;
+    start();
+    test_client c(port);
+    const auto sent = steady::now();
+    ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nabc"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+    // Keep trickling within lingering_timeout: the server reads on, then ends at lingering_time.
+    for (int i = 0; i < 20 && !c.closed(); ++i) {
+        std::this_thread::sleep_for(100ms);
+        if (!c.send("more")) break;
+    }
+    const auto closed = c.wait_closed(5s);
+    ASSERT_TRUE(closed);
+    EXPECT_GE(*closed - sent, 900ms);
+    EXPECT_LT(*closed - sent, 4s);
+}
+
+TEST_F(HardeningTest, BodyATrickleCannotStretchPastRequestTimeout) {
+    cfg.request_timeout = 600ms;
+    cfg.body_timeout = 5s;
+    custom.push_back({"/upload", [this](server::handler_context& h) {
+                          return std::make_shared<upload_counter>(h.io, 1 << 20, counts);
+                      }});
+    start();
+    test_client c(port);
+    const auto sent = steady::now();
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n"));
+    for (int i = 0; i < 30 && !c.closed(); ++i) {
+        std::this_thread::sleep_for(100ms); // well within body_timeout each time
+        if (!c.send("x")) break;
+        (void)c.wait_closed(1ms);
+    }
+    const auto closed = c.wait_closed(5s);
+    ASSERT_TRUE(closed);
+    EXPECT_GE(*closed - sent, 600ms);
+    EXPECT_LT(*closed - sent, 2500ms);
+    EXPECT_NE(c.pending().find(" 408 "), std::string::npos) << c.pending();
+}
+
+TEST_F(HardeningTest, OneByteConnectionsCostAKilobyteNotAHeader) {
+    cfg.max_header_bytes = 256 << 10;
+    start();
+    {
+        test_client warm(port); // the first connection sets up the worker's free lists
+        ASSERT_TRUE(warm.send(get));
+        ASSERT_TRUE(warm.read_response());
+    }
+    const long before = rss_kib();
+    std::vector<std::unique_ptr<test_client>> flood;
+    for (int i = 0; i < 1000; ++i) {
+        flood.push_back(std::make_unique<test_client>(port));
+        ASSERT_TRUE(flood.back()->send("G"));
+    }
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 1000; }));
+    std::this_thread::sleep_for(100ms);
+    const long during = rss_kib();
+    // 1000 whole-header buffers would be 257 MB; a kilobyte each is 1 MB, plus the clients.
+    EXPECT_LT(during - before, 32 * 1024) << "KiB grown for 1000 one-byte connections";
+    flood.clear();
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 0; }));
+}
+
+TEST_F(HardeningTest, PressureReclaimsSilentConnectionsOldestFirst) {
+    cfg.max_connections = 8;
+    cfg.header_timeout = 30s;
+    start();
+    std::vector<std::unique_ptr<test_client>> silent;
+    for (int i = 0; i < 8; ++i)
+        silent.push_back(std::make_unique<test_client>(port)); // connect, send nothing
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 8; }))
+        << srv->workers()[0]->connections();
+    // An ordinary client at the limit is served at once: the oldest silent one goes.
+    for (int i = 0; i < 4; ++i) {
+        test_client c(port);
+        const auto sent = steady::now();
+        ASSERT_TRUE(c.send(get));
+        auto r = c.read_response(2s);
+        ASSERT_TRUE(r) << "ordinary client " << i;
+        EXPECT_LT(steady::now() - sent, 1s);
+    }
+    EXPECT_TRUE(silent.front()->wait_closed(2s));
+    EXPECT_GE(closes(*srv, close_reason::pressure), 1);
+}
+
+TEST_F(HardeningTest, PressureSparesAConnectionMidRequest) {
+    cfg.max_connections = 2;
+    cfg.header_timeout = 30s;
+    start();
+    test_client partial(port);
+    ASSERT_TRUE(partial.send("GET / HTTP/1.1\r\nHost:")); // mid-request: never reclaimed
+    test_client silent(port);
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 2; }));
+    test_client c(port);
+    ASSERT_TRUE(c.send(get));
+    ASSERT_TRUE(c.read_response(2s));
+    EXPECT_TRUE(silent.wait_closed(2s));
+    ASSERT_TRUE(partial.send(" t\r\n\r\n"));
+    auto r = partial.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+}
+
+} // namespace
+} // namespace tarry::test
