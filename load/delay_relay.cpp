@@ -2,19 +2,21 @@
 // HAProxy and one server instance so that a close and a request cross each other on the wire for
 // as long as they would on a real network, instead of the microseconds of loopback.
 //
-//   delay_relay --listen 127.0.0.1:PORT --connect 127.0.0.1:PORT [--delay-ms 2]
+//   delay_relay --listen 127.0.0.1:PORT --connect 127.0.0.1:PORT [--delay-ms 2] [--hold-ms 2000]
 //
 // Each accepted connection gets its own connection to the instance. Every event read on one side
 // is replayed on the other side --delay-ms later, in order:
-//   - data: written then (back-pressure: a side stops being read while 1 MiB waits toward the other)
+//   - data: written then (back-pressure: a side stops being read while 1 MiB waits toward the
+//   other)
 //   - FIN (read returned 0): shutdown(SHUT_WR) on the other side, after the data before it
 //   - reset (ECONNRESET, EPIPE or any socket error): the other side is closed with SO_LINGER 0, so
 //     it sees a reset too; what was still queued toward the dead side is dropped
 // A connect to the instance that is refused (the instance is not listening: it is being
-// replaced) resets the accepted connection, and the relay closes its own listening socket until a
-// connect succeeds again (tried every 20 ms), so that new connections are refused as they would be
-// by the instance itself. The refused-then-reset connections are counted and printed on exit
-// (SIGTERM/SIGINT) as `relay: ... refused_resets N`, since HAProxy saw them as established.
+// replaced) is tried again every 20 ms for up to --hold-ms (2000): the accepted connection waits,
+// as HAProxy's own connect retries would have made it wait on a real network, instead of failing
+// for a reason the relay alone would have made. If the instance still refuses after that, the
+// accepted connection is reset. Those resets are counted and printed on exit (SIGTERM/SIGINT) as
+// `relay: ... refused_resets N`, with `held N`, the connections that had to wait.
 //
 // One thread, level-triggered epoll, the earliest due event sets the epoll timeout. It keeps up
 // with a few tens of thousands of requests per second on one core, which is what it is for.
@@ -66,9 +68,15 @@ struct side {
     bool shut = false; // FIN written
 };
 
+constexpr auto retry_every = std::chrono::milliseconds(20);
+
 struct pair_state {
-    side a; // HAProxy's side (accepted)
-    side b; // the instance's side (connected)
+    side a;               // HAProxy's side (accepted)
+    side b;               // the instance's side (connected)
+    bool waiting = false; // the instance refused; connect again at retry_at, give up at give_up
+    bool was_held = false;
+    time_point retry_at{};
+    time_point give_up{};
 };
 
 struct relay {
@@ -77,11 +85,10 @@ struct relay {
     sockaddr_in listen_addr{};
     sockaddr_in connect_addr{};
     std::chrono::microseconds delay{2000};
+    std::chrono::milliseconds hold{2000};
     std::unordered_map<int, std::shared_ptr<pair_state>> by_fd;
     std::vector<std::shared_ptr<pair_state>> pairs;
-    bool upstream_down = false;
-    time_point next_probe{};
-    unsigned long long accepted = 0, refused_resets = 0, resets_relayed = 0;
+    unsigned long long accepted = 0, refused_resets = 0, resets_relayed = 0, held = 0;
 };
 
 sockaddr_in parse_address(const char* text) {
@@ -122,14 +129,8 @@ bool open_listener(relay& r) {
     return true;
 }
 
-void close_listener(relay& r) {
-    if (r.listen_fd < 0) return;
-    ::close(r.listen_fd); // pending, not yet accepted connections are reset by the kernel
-    r.listen_fd = -1;
-}
-
 void update_interest(relay& r, side& s, const side& other) {
-    if (s.dead) return;
+    if (s.dead || s.fd < 0) return;
     epoll_event ev{};
     ev.data.fd = s.fd;
     const bool read = s.reading && s.connected && other.queued < max_queued;
@@ -139,6 +140,12 @@ void update_interest(relay& r, side& s, const side& other) {
 
 void kill_side(relay& r, side& s, bool with_reset) {
     if (s.dead) return;
+    if (s.fd < 0) { // waiting for the instance: nothing to close
+        s.dead = true;
+        s.toward.clear();
+        s.queued = 0;
+        return;
+    }
     ::epoll_ctl(r.epfd, EPOLL_CTL_DEL, s.fd, nullptr);
     r.by_fd.erase(s.fd);
     if (with_reset)
@@ -166,32 +173,55 @@ void add_fd(relay& r, int fd, const std::shared_ptr<pair_state>& p, std::uint32_
     r.by_fd[fd] = p;
 }
 
+void on_refused(relay& r, const std::shared_ptr<pair_state>& p, time_point now) {
+    if (!p->was_held) ++r.held;
+    p->was_held = true;
+    p->b.fd = -1; // no socket until the next try; what HAProxy sends meanwhile waits in b.toward
+    p->b.dead = false;
+    p->b.connected = false;
+    if (now >= p->give_up) {
+        p->waiting = false;
+        p->b.dead = true;
+        kill_side(r, p->a, true);
+        ++r.refused_resets;
+        return;
+    }
+    p->waiting = true;
+    p->retry_at = now + retry_every;
+}
+
+// Connects p's instance side; a refusal makes p wait and try again, up to r.hold after accept.
+void connect_upstream(relay& r, const std::shared_ptr<pair_state>& p, time_point now) {
+    int one = 1;
+    const int up = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    const int rc =
+        ::connect(up, reinterpret_cast<sockaddr*>(&r.connect_addr), sizeof r.connect_addr);
+    if (rc < 0 && errno != EINPROGRESS) {
+        ::close(up);
+        on_refused(r, p, now);
+        return;
+    }
+    p->waiting = false;
+    p->b.fd = up;
+    p->b.dead = false;
+    p->b.connected = rc == 0;
+    add_fd(r, up, p, rc == 0 ? EPOLLIN : EPOLLOUT);
+}
+
 void accept_all(relay& r) {
-    for (int i = 0; i < 64 && r.listen_fd >= 0; ++i) {
+    for (int i = 0; i < 64; ++i) {
         const int fd = ::accept4(r.listen_fd, nullptr, nullptr, SOCK_NONBLOCK);
         if (fd < 0) return;
         ++r.accepted;
         int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        const int up = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-        ::setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        const int rc =
-            ::connect(up, reinterpret_cast<sockaddr*>(&r.connect_addr), sizeof r.connect_addr);
-        if (rc < 0 && errno != EINPROGRESS) {
-            ::close(up);
-            reset_close(fd);
-            ++r.refused_resets;
-            r.upstream_down = true;
-            close_listener(r);
-            return;
-        }
         auto p = std::make_shared<pair_state>();
         p->a.fd = fd;
-        p->b.fd = up;
-        p->b.connected = rc == 0;
+        p->give_up = clock_type::now() + r.hold;
         r.pairs.push_back(p);
         add_fd(r, fd, p, EPOLLIN);
-        add_fd(r, up, p, rc == 0 ? EPOLLIN : EPOLLOUT);
+        connect_upstream(r, p, clock_type::now());
     }
 }
 
@@ -234,8 +264,8 @@ bool replay(relay& r, side& s, side& other, time_point now) {
             s.toward.pop_front();
             continue;
         }
-        const ssize_t n = ::send(s.fd, c.bytes.data() + s.written, c.bytes.size() - s.written,
-                                 MSG_NOSIGNAL);
+        const ssize_t n =
+            ::send(s.fd, c.bytes.data() + s.written, c.bytes.size() - s.written, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) {
                 s.want_out = true;
@@ -258,10 +288,13 @@ bool replay(relay& r, side& s, side& other, time_point now) {
 }
 
 bool finished(const pair_state& p) {
+    if (p.waiting) return p.a.dead;
     const auto side_done = [](const side& s) {
         return s.dead || (!s.reading && s.shut && s.toward.empty());
     };
-    return (p.a.dead && p.b.dead) || (side_done(p.a) && side_done(p.b)) ||
+    const bool quiet = (p.a.dead || !p.a.reading) && (p.b.dead || !p.b.reading) &&
+                       p.a.toward.empty() && p.b.toward.empty();
+    return quiet || (p.a.dead && p.b.dead) || (side_done(p.a) && side_done(p.b)) ||
            (p.a.dead && p.b.toward.empty() && !p.b.reading) ||
            (p.b.dead && p.a.toward.empty() && !p.a.reading);
 }
@@ -284,12 +317,11 @@ void on_event(relay& r, int fd, std::uint32_t events) {
         socklen_t len = sizeof err;
         ::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len);
         if (err != 0) {
-            // The instance refused: HAProxy's connection was already accepted, so reset it.
-            kill_side(r, s, false);
-            kill_side(r, other, true);
-            ++r.refused_resets;
-            r.upstream_down = true;
-            close_listener(r);
+            // Not kill_side: what HAProxy sent meanwhile stays queued for the next try.
+            ::epoll_ctl(r.epfd, EPOLL_CTL_DEL, s.fd, nullptr);
+            r.by_fd.erase(s.fd);
+            ::close(s.fd);
+            on_refused(r, p, clock_type::now());
             return;
         }
         s.connected = true;
@@ -302,17 +334,9 @@ void on_event(relay& r, int fd, std::uint32_t events) {
     service(r, *p, clock_type::now());
 }
 
-void probe_upstream(relay& r, time_point now) {
-    if (!r.upstream_down || now < r.next_probe) return;
-    r.next_probe = now + std::chrono::milliseconds(20);
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    const bool up =
-        ::connect(fd, reinterpret_cast<sockaddr*>(&r.connect_addr), sizeof r.connect_addr) == 0;
-    ::close(fd);
-    if (up && open_listener(r)) r.upstream_down = false;
+void on_signal(int) {
+    stop = 1;
 }
-
-void on_signal(int) { stop = 1; }
 
 } // namespace
 
@@ -326,12 +350,14 @@ int main(int argc, char** argv) {
             listen_text = argv[++i];
         else if (arg == "--connect" && i + 1 < argc)
             connect_text = argv[++i];
+        else if (arg == "--hold-ms" && i + 1 < argc)
+            r.hold = std::chrono::milliseconds(std::atoll(argv[++i]));
         else if (arg == "--delay-ms" && i + 1 < argc)
             r.delay = std::chrono::microseconds(
                 static_cast<long long>(std::strtod(argv[++i], nullptr) * 1000));
         else {
             std::fprintf(stderr, "usage: delay_relay --listen 127.0.0.1:PORT --connect "
-                                 "127.0.0.1:PORT [--delay-ms 2]\n");
+                                 "127.0.0.1:PORT [--delay-ms 2] [--hold-ms 2000]\n");
             return 2;
         }
     }
@@ -354,26 +380,28 @@ int main(int argc, char** argv) {
     while (!stop) {
         auto now = clock_type::now();
         auto wake = now + std::chrono::milliseconds(100);
-        if (r.upstream_down) wake = std::min(wake, r.next_probe);
         for (const auto& p : r.pairs) {
-            if (!p->a.toward.empty() && !p->a.want_out) wake = std::min(wake, p->a.toward.front().due);
-            if (!p->b.toward.empty() && !p->b.want_out) wake = std::min(wake, p->b.toward.front().due);
+            if (p->waiting) wake = std::min(wake, p->retry_at);
+            if (!p->a.toward.empty() && !p->a.want_out)
+                wake = std::min(wake, p->a.toward.front().due);
+            if (!p->b.toward.empty() && !p->b.want_out)
+                wake = std::min(wake, p->b.toward.front().due);
         }
         const auto wait_us =
             std::chrono::duration_cast<std::chrono::microseconds>(wake - now).count();
         const int timeout_ms = wait_us <= 0 ? 0 : static_cast<int>((wait_us + 999) / 1000);
-        const int n = ::epoll_wait(r.epfd, events.data(), static_cast<int>(events.size()),
-                                   timeout_ms);
+        const int n =
+            ::epoll_wait(r.epfd, events.data(), static_cast<int>(events.size()), timeout_ms);
         for (int i = 0; i < n; ++i) {
-            if (events[i].data.fd == r.listen_fd && r.listen_fd >= 0)
+            if (events[i].data.fd == r.listen_fd)
                 accept_all(r);
             else
                 on_event(r, events[i].data.fd, events[i].events);
         }
         now = clock_type::now();
-        probe_upstream(r, now);
         std::size_t kept = 0;
         for (auto& p : r.pairs) {
+            if (p->waiting && now >= p->retry_at) connect_upstream(r, p, now);
             service(r, *p, now);
             if (finished(*p)) {
                 kill_side(r, p->a, false);
@@ -384,7 +412,7 @@ int main(int argc, char** argv) {
         }
         r.pairs.resize(kept);
     }
-    std::fprintf(stderr, "relay: accepted %llu refused_resets %llu resets_relayed %llu\n",
-                 r.accepted, r.refused_resets, r.resets_relayed);
+    std::fprintf(stderr, "relay: accepted %llu held %llu refused_resets %llu resets_relayed %llu\n",
+                 r.accepted, r.held, r.refused_resets, r.resets_relayed);
     return 0;
 }
