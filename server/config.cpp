@@ -762,11 +762,11 @@ constexpr std::array setting_rows{
     setting{"max_connection_age", "--max-connection-age", "DUR",
             "Past this age a connection's next response says Connection: close; 0s: off.",
             R"("0s")", false, false, apply_timeout<&config::max_connection_age, true>},
-    setting{"close_spread_time", "", "DUR",
+    setting{"close_spread_time", "--close-spread-time", "DUR",
             "On a graceful stop, idle keep-alive connections are closed spread over this window "
             "rather than all at once; 0s: all at once.",
             R"("1s")", false, false, apply_timeout<&config::close_spread_time, true>},
-    setting{"keep_alive_min_timeout", "", "DUR",
+    setting{"keep_alive_min_timeout", "--keep-alive-min-timeout", "DUR",
             "An idle connection is never closed for a stop or for descriptor pressure sooner "
             "than this after its last response; 0s: no minimum.",
             R"("1s")", false, false, apply_timeout<&config::keep_alive_min_timeout, true>},

@@ -372,6 +372,11 @@ void connection::enter(conn_phase p, bool touch_if_same) {
     if (!same) phase_start_ = idle_.idle_start();
 }
 
+bool connection::input_waiting() const noexcept {
+    char byte = 0;
+    return in_len_ != 0 || ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
 void connection::leave_timeouts() noexcept {
     timeout_registry::unenroll(idle_);
 }
@@ -386,8 +391,7 @@ void connection::on_timeout() noexcept {
     case conn_phase::keep_alive: {
         // A request may be in the socket already, its edge not yet handled: serve it rather
         // than close under it (the client sent it before our deadline, by its clock).
-        char byte = 0;
-        if (::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
+        if (input_waiting()) {
             ctx_.metrics.saved_at_timeout.add();
             readable_ = true;
             wake();

@@ -81,6 +81,8 @@ public:
     [[nodiscard]] timeouts::clock::time_point last_active() const noexcept {
         return idle_.idle_start();
     }
+    /// Whether bytes wait in its socket that it has not read yet (one system call).
+    [[nodiscard]] bool input_waiting() const noexcept;
     /// Its next response says Connection: close; while idle it stays open.
     void retire() noexcept { session_.retire(); }
 

@@ -79,8 +79,9 @@ void listener::accept_all() noexcept {
             // At the limit, make room by reclaiming the oldest idle connection, as nginx does
             // for a connection it has accepted; only for a real newcomer, never ahead of one.
             if (target_.at_connection_limit() && !target_.relieve_pressure()) {
-                ::close(fd); // nothing idle to give up: refuse this one rather than exceed
-                metrics_.accept_errors.add();
+                // Nothing idle to give up: serve this one past the limit (the limit keeps a
+                // reserve), and let the rest wait in the backlog until connections end.
+                target_.accept(fd);
                 pause();
                 return;
             }

@@ -123,7 +123,11 @@ bool worker::relieve_pressure() noexcept {
     // nothing yet (a silent one; the others there are mid-request and are never reclaimed).
     connection* oldest = nullptr;
     if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
-        if (timeouts::idle_entry* e = l->front()) oldest = &connection::from(e->context());
+        // A keep-alive connection used within keep_alive_min_timeout is likely in a
+        // balancer's pool with a request on its way: better to make the newcomer wait.
+        timeouts::idle_entry* e = l->front();
+        if (e != nullptr && timeouts::clock::now() - e->idle_start() >= settings_.min_quiet)
+            oldest = &connection::from(e->context());
     }
     if (timeouts::idle_list* l = registry_.find(settings_.header)) {
         constexpr int scan = 64; // bounded: a list full of slow requests is not walked whole
@@ -131,7 +135,8 @@ bool worker::relieve_pressure() noexcept {
         for (timeouts::idle_entry* e = l->front(); e != nullptr && seen < scan;
              e = timeouts::idle_list::next(*e), ++seen) {
             connection& c = connection::from(e->context());
-            if (!c.idle()) continue;
+            // Accepted in this same batch, its request may be in the socket unread: not silent.
+            if (!c.idle() || c.input_waiting()) continue;
             if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
             break;
         }

@@ -248,12 +248,13 @@ void keeps_answering(std::uint16_t port) {
 }
 
 TEST_F(PressureTest, DerivedLimitReclaimsOldestIdleConnections) {
-    start({});
+    start({"--keep-alive-min-timeout", "0s"}); // reclaim even a connection just used
     keeps_answering(port);
 }
 
 TEST_F(PressureTest, EmfileReclaimsOldestIdleConnections) {
-    start({"--max-connections", "100000"}); // no limit of its own: accept meets EMFILE
+    // No limit of its own: accept meets EMFILE.
+    start({"--max-connections", "100000", "--keep-alive-min-timeout", "0s"});
     keeps_answering(port);
 }
 
