@@ -57,6 +57,9 @@ std::string render_metrics(const std::vector<worker*>& ws,
                        sum(ws, [p](worker_metrics& m) { return m.phases[p].get(); }));
     counter_line("tarry_requests_total", "counter", "Requests answered.",
                  sum(ws, [](worker_metrics& m) { return m.requests.get(); }));
+    counter_line("tarry_keep_alive_saved_total", "counter",
+                 "Keep-alive deadlines that found a request waiting and served it.",
+                 sum(ws, [](worker_metrics& m) { return m.saved_at_timeout.get(); }));
     family(out, "tarry_connection_closes_total", "counter", "Connections closed, by reason.");
     for (std::size_t r = 0; r < close_reason_names.size(); ++r)
         fmt::format_to(std::back_inserter(out),
