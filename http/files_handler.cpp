@@ -6,6 +6,7 @@
 #include "method_gate.hpp"
 #include "session.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -42,9 +43,12 @@ void respond_error(exchange& ex, unsigned status, std::string_view fields = {}) 
     ex.finish();
 }
 
-/// Sends [offset, offset + length) of the file as the body: inline when small, else sendfile.
-void send_body(exchange& ex, unique_fd fd, std::uint64_t offset, std::uint64_t length) {
+/// Responds with `head` and [offset, offset + length) of `fd` as the body: inline when small,
+/// else with sendfile, from `fd` itself or, when the cache keeps it (`shared`), a duplicate.
+void send_body(exchange& ex, const response_head& head, unique_fd& fd, bool shared,
+               std::uint64_t offset, std::uint64_t length) {
     if (length == 0) {
+        ex.respond(head);
         ex.finish();
         return;
     }
@@ -52,65 +56,94 @@ void send_body(exchange& ex, unique_fd fd, std::uint64_t offset, std::uint64_t l
         char buffer[inline_file_bytes];
         const ssize_t got = ::pread(fd.get(), buffer, length, static_cast<off_t>(offset));
         const auto n = static_cast<std::uint64_t>(got > 0 ? got : 0);
+        ex.respond(head);
         ex.write(std::string_view(buffer, n));
         if (n == length) {
             ex.finish();
             return;
         }
-        // The file changed under us: stream whatever is there, and the length decides.
-        ex.send_file(std::move(fd), offset + n, length - n);
+        // The file shrank under us: the connection's sendfile finds the end and closes.
+        // (Should the duplicate fail, sendfile fails on it and the connection closes: the
+        // length promised cannot be met either way.)
+        unique_fd own = shared ? unique_fd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0)) : std::move(fd);
+        ex.send_file(std::move(own), offset + n, length - n);
         return;
     }
-    ex.send_file(std::move(fd), offset, length);
+    unique_fd own = shared ? unique_fd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0)) : std::move(fd);
+    if (!own) {
+        respond_error(ex, 503);
+        return;
+    }
+    ex.respond(head);
+    ex.send_file(std::move(own), offset, length);
 }
 
 } // namespace
 
-files_handler::files_handler(const std::filesystem::path& root, std::string cache_control)
-    : files_(root) {
+files_handler::files_handler(const std::filesystem::path& root, std::string cache_control,
+                             std::size_t open_files, std::chrono::milliseconds open_file_valid)
+    : files_(root), cache_(open_files, open_file_valid) {
     if (!cache_control.empty()) cache_control_ = "Cache-Control: " + cache_control + "\r\n";
 }
 
 void files_handler::on_request(exchange& ex) {
     if (answer_unless_get(ex)) return;
     const request_head& req = ex.request();
-    static_files::file f = files_.open(req.target);
-    if (f.status == 301) {
-        fields_.assign("Location: ");
-        fields_.append(f.location);
-        fields_.append("\r\n");
-        respond_error(ex, 301, fields_);
-        return;
-    }
-    if (f.status != 200) {
-        respond_error(ex, f.status);
-        return;
+    const std::string_view path =
+        std::string_view(req.target).substr(0, req.target.find_first_of("?#"));
+    const bool caching = cache_.enabled();
+    const auto now = caching ? open_file_cache::clock::now() : open_file_cache::clock::time_point{};
+    open_file* entry = caching ? cache_.find(path, now) : nullptr;
+    open_file fresh;
+    if (entry == nullptr) {
+        fresh.file = files_.open(req.target);
+        if (fresh.file.status == 301) {
+            fields_.assign("Location: ");
+            fields_.append(fresh.file.location);
+            fields_.append("\r\n");
+            respond_error(ex, 301, fields_);
+            return;
+        }
+        if (fresh.file.status != 200) {
+            // Out of descriptors: give back the ones kept for later requests.
+            if (fresh.file.status == 503) cache_.clear();
+            respond_error(ex, fresh.file.status);
+            return;
+        }
+        // Precompressed siblings are looked for only for types that have them, so images and
+        // the like cost no extra open.
+        if (compressible(fresh.file.content_type)) {
+            fresh.br = files_.open_sibling(fresh.file.path, ".br");
+            fresh.gz = files_.open_sibling(fresh.file.path, ".gz");
+        }
+        fresh.opened = now;
+        entry = caching ? &cache_.insert(path, std::move(fresh)) : &fresh;
     }
     const request_conditions c = request_conditions::from_header(req.header);
-    const std::string_view content_type = f.content_type;
+    const std::string_view content_type = entry->file.content_type;
 
-    // Precompressed siblings. Whether one exists decides Vary even for a client that accepts
-    // neither coding: a cache must not hand the plain response to one that does, or the reverse.
+    // Whether a sibling exists decides Vary even for a client that accepts neither coding: a
+    // cache must not hand the plain response to one that does, or the reverse.
+    const bool has_br = entry->br.status == 200;
+    const bool has_gz = entry->gz.status == 200;
+    const bool vary = has_br || has_gz;
     std::string_view content_encoding;
-    bool vary = false;
-    if (compressible(content_type)) {
-        const accepted_codings accepts = parse_accept_encoding(c.accept_encoding);
-        static_files::file br = files_.open_sibling(f.path, ".br");
-        static_files::file gz = files_.open_sibling(f.path, ".gz");
-        vary = br.status == 200 || gz.status == 200;
-        switch (choose_coding(accepts, br.status == 200, gz.status == 200)) {
+    static_files::file* chosen = &entry->file;
+    if (vary) {
+        switch (choose_coding(parse_accept_encoding(c.accept_encoding), has_br, has_gz)) {
         case coding::br:
-            f = std::move(br);
+            chosen = &entry->br;
             content_encoding = "br";
             break;
         case coding::gzip:
-            f = std::move(gz);
+            chosen = &entry->gz;
             content_encoding = "gzip";
             break;
         case coding::identity:
             break;
         }
     }
+    static_files::file& f = *chosen;
 
     const std::string etag = make_etag(f.mtime, f.size, f.inode);
     fields_.clear();
@@ -179,8 +212,7 @@ void files_handler::on_request(exchange& ex) {
             head.content_type = content_type;
             head.content_length = r.count;
             head.extra_fields = fields_;
-            ex.respond(head);
-            send_body(ex, std::move(f.fd), r.first, r.count);
+            send_body(ex, head, f.fd, caching, r.first, r.count);
             return;
         }
     }
@@ -189,12 +221,12 @@ void files_handler::on_request(exchange& ex) {
     head.content_type = content_type;
     head.content_length = f.size;
     head.extra_fields = fields_;
-    ex.respond(head);
     if (!get) {
+        ex.respond(head);
         ex.finish();
         return;
     }
-    send_body(ex, std::move(f.fd), 0, f.size);
+    send_body(ex, head, f.fd, caching, 0, f.size);
 }
 
 } // namespace tarry::http

@@ -16,12 +16,14 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 
 namespace tarry::http::test {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::literals;
+using namespace std::chrono_literals;
 
 constexpr std::string_view date = "Sun, 06 Nov 1994 08:49:37 GMT";
 constexpr std::string_view hello_text = "Hello, file!\n";
@@ -482,6 +484,46 @@ TEST_F(SessionFilesTest, CacheControlOnCacheableAnswersOnly) {
               std::string::npos);
     EXPECT_EQ(consume(s, "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n").find("Cache-Control"),
               std::string::npos);
+    settings.routes = &routes;
+}
+
+TEST_F(SessionFilesTest, OpenFilesAreKeptForTheirValidityThenReopened) {
+    router r;
+    r.add("/", std::make_shared<files_handler>(root, "", 10, 300ms));
+    settings.routes = &r;
+    session s(settings);
+    const std::string req = "GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_NE(consume(s, req).find(hello_text), std::string::npos);
+    // Replaced (a new inode): the kept descriptor still reads the old file for a while.
+    write_file(root / "hello.txt.new", "Hello, new file!\n");
+    fs::rename(root / "hello.txt.new", root / "hello.txt");
+    const auto replaced = std::chrono::steady_clock::now();
+    const std::string during = consume(s, req);
+    if (std::chrono::steady_clock::now() - replaced < 300ms) {
+        EXPECT_NE(during.find(hello_text), std::string::npos);
+    }
+    std::this_thread::sleep_for(350ms);
+    const std::string after = consume(s, req);
+    EXPECT_NE(after.find("Hello, new file!\n"), std::string::npos);
+    EXPECT_NE(after.find(file_fields("hello.txt")), std::string::npos);
+    settings.routes = &routes;
+}
+
+TEST_F(SessionFilesTest, WithoutTheCacheEveryRequestOpensAfresh) {
+    router r;
+    r.add("/", std::make_shared<files_handler>(root, "", 0, 0ms));
+    settings.routes = &r;
+    session s(settings);
+    const std::string req = "GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_NE(consume(s, req).find(hello_text), std::string::npos);
+    write_file(root / "hello.txt.new", "Hello, new file!\n");
+    fs::rename(root / "hello.txt.new", root / "hello.txt");
+    EXPECT_NE(consume(s, req).find("Hello, new file!\n"), std::string::npos);
+    // A large file goes to the connection with the handler's own descriptor.
+    consume(s, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(s.has_file());
+    EXPECT_EQ(read_all(s.file().fd.get(), big_size), big);
+    s.file_done();
     settings.routes = &routes;
 }
 
