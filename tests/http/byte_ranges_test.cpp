@@ -1,6 +1,4 @@
-#include <tarry/http/accept_encoding.hpp>
 #include <tarry/http/byte_ranges.hpp>
-#include <tarry/http/mime_types.hpp>
 
 #include <gtest/gtest.h>
 
@@ -71,55 +69,6 @@ TEST(ByteRangesTest, SeveralRanges) {
     EXPECT_EQ(what(many, 1000), kind::multiple);
     many += ",99-99";
     EXPECT_EQ(what(many, 1000), kind::none);
-}
-
-TEST(AcceptEncodingTest, CodingsAndQvalues) {
-    auto a = parse_accept_encoding("gzip, deflate, br");
-    EXPECT_EQ(a.br, 1000U);
-    EXPECT_EQ(a.gzip, 1000U);
-    a = parse_accept_encoding("gzip;q=0.8, br;q=0.5");
-    EXPECT_EQ(a.br, 500U);
-    EXPECT_EQ(a.gzip, 800U);
-    a = parse_accept_encoding("br;q=0, GZIP ; Q=0.125");
-    EXPECT_EQ(a.br, 0U);
-    EXPECT_EQ(a.gzip, 125U);
-    a = parse_accept_encoding("*;q=0.3, gzip;q=0");
-    EXPECT_EQ(a.br, 300U);
-    EXPECT_EQ(a.gzip, 0U);
-    a = parse_accept_encoding("identity");
-    EXPECT_EQ(a.br, 0U);
-    EXPECT_EQ(a.gzip, 0U);
-    a = parse_accept_encoding("");
-    EXPECT_EQ(a.br, 0U);
-    EXPECT_EQ(a.gzip, 0U);
-    a = parse_accept_encoding("x-gzip");
-    EXPECT_EQ(a.gzip, 1000U);
-    // A malformed qvalue drops its item.
-    a = parse_accept_encoding("gzip;q=2, br;q=x");
-    EXPECT_EQ(a.br, 0U);
-    EXPECT_EQ(a.gzip, 0U);
-}
-
-TEST(AcceptEncodingTest, ChoosesBrOnATieAndHonoursQvalues) {
-    const accepted_codings both{1000, 1000};
-    EXPECT_EQ(choose_coding(both, true, true), coding::br);
-    EXPECT_EQ(choose_coding(both, false, true), coding::gzip);
-    EXPECT_EQ(choose_coding(both, true, false), coding::br);
-    EXPECT_EQ(choose_coding(both, false, false), coding::identity);
-    EXPECT_EQ(choose_coding({500, 800}, true, true), coding::gzip);
-    EXPECT_EQ(choose_coding({0, 0}, true, true), coding::identity);
-    EXPECT_EQ(choose_coding({0, 1000}, true, false), coding::identity);
-}
-
-TEST(MimeTypesTest, CommonWebAssets) {
-    EXPECT_EQ(mime_type("a.avif"), "image/avif");
-    EXPECT_EQ(mime_type("a.woff"), "font/woff");
-    EXPECT_EQ(mime_type("a.mp4"), "video/mp4");
-    EXPECT_EQ(mime_type("a.webm"), "video/webm");
-    EXPECT_EQ(mime_type("site.webmanifest"), "application/manifest+json");
-    EXPECT_EQ(mime_type("a.csv"), "text/csv; charset=utf-8");
-    EXPECT_EQ(mime_type("A.MP4"), "video/mp4");
-    EXPECT_EQ(mime_type("a.toolongextension"), "application/octet-stream");
 }
 
 } // namespace
