@@ -96,39 +96,45 @@ void files_handler::on_request(exchange& ex) {
     open_file* entry = caching ? cache_.find(path, now) : nullptr;
     open_file fresh;
     if (entry == nullptr) {
-        fresh.file = files_.open(req.target);
-        if (fresh.file.status == 301) {
+        fresh.plain.file = files_.open(req.target);
+        const static_files::file& plain = fresh.plain.file;
+        if (plain.status == 301) {
             fields_.assign("Location: ");
-            fields_.append(fresh.file.location);
+            fields_.append(plain.location);
             fields_.append("\r\n");
             respond_error(ex, 301, fields_);
             return;
         }
-        if (fresh.file.status != 200) {
+        if (plain.status != 200) {
             // Out of descriptors: give back the ones kept for later requests.
-            if (fresh.file.status == 503) cache_.clear();
-            respond_error(ex, fresh.file.status);
+            if (plain.status == 503) cache_.clear();
+            respond_error(ex, plain.status);
             return;
         }
         // Precompressed siblings are looked for only for types that have them, so images and
         // the like cost no extra open.
-        if (compressible(fresh.file.content_type)) {
-            fresh.br = files_.open_sibling(fresh.file.path, ".br");
-            fresh.gz = files_.open_sibling(fresh.file.path, ".gz");
+        if (compressible(plain.content_type)) {
+            fresh.br.file = files_.open_sibling(plain.path, ".br");
+            fresh.gz.file = files_.open_sibling(plain.path, ".gz");
+        }
+        for (representation* r : {&fresh.plain, &fresh.br, &fresh.gz}) {
+            if (r->file.status != 200) continue;
+            r->etag = make_etag(r->file.mtime, r->file.size, r->file.inode);
+            append_http_date(r->last_modified, r->file.mtime);
         }
         fresh.opened = now;
         entry = caching ? &cache_.insert(path, std::move(fresh)) : &fresh;
     }
     const request_conditions c = request_conditions::from_header(req.header);
-    const std::string_view content_type = entry->file.content_type;
+    const std::string_view content_type = entry->plain.file.content_type;
 
     // Whether a sibling exists decides Vary even for a client that accepts neither coding: a
     // cache must not hand the plain response to one that does, or the reverse.
-    const bool has_br = entry->br.status == 200;
-    const bool has_gz = entry->gz.status == 200;
+    const bool has_br = entry->br.file.status == 200;
+    const bool has_gz = entry->gz.file.status == 200;
     const bool vary = has_br || has_gz;
     std::string_view content_encoding;
-    static_files::file* chosen = &entry->file;
+    representation* chosen = &entry->plain;
     if (vary) {
         switch (choose_coding(parse_accept_encoding(c.accept_encoding), has_br, has_gz)) {
         case coding::br:
@@ -143,12 +149,12 @@ void files_handler::on_request(exchange& ex) {
             break;
         }
     }
-    static_files::file& f = *chosen;
+    static_files::file& f = chosen->file;
+    const std::string_view etag = chosen->etag;
 
-    const std::string etag = make_etag(f.mtime, f.size, f.inode);
     fields_.clear();
     fields_.append("Last-Modified: ");
-    append_http_date(fields_, f.mtime);
+    fields_.append(chosen->last_modified);
     fields_.append("\r\nETag: ");
     fields_.append(etag);
     fields_.append("\r\n");

@@ -11,12 +11,19 @@
 
 namespace tarry::http {
 
-/// What serving one path needs, kept open: the file, and its precompressed siblings when the
-/// type is one that has them (a sibling's status is 200 when it exists).
-struct open_file {
+/// One file as it is sent: the open file and its validators, formatted once.
+struct representation {
     static_files::file file;
-    static_files::file br;
-    static_files::file gz;
+    std::string etag;          ///< quotes included
+    std::string last_modified; ///< IMF-fixdate
+};
+
+/// What serving one path needs, kept open: the file, and its precompressed siblings when the
+/// type is one that has them (a sibling's file.status is 200 when it exists).
+struct open_file {
+    representation plain;
+    representation br;
+    representation gz;
     std::chrono::steady_clock::time_point opened;
 };
 

@@ -13,9 +13,9 @@ using clock = open_file_cache::clock;
 
 open_file entry(clock::time_point opened, std::uint64_t size = 1) {
     open_file e;
-    e.file.status = 200;
-    e.file.size = size;
-    e.file.fd = unique_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    e.plain.file.status = 200;
+    e.plain.file.size = size;
+    e.plain.file.fd = unique_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     e.opened = opened;
     return e;
 }
@@ -27,8 +27,8 @@ TEST(OpenFileCacheTest, HitUntilItExpires) {
     cache.insert("/a", entry(t0, 7));
     open_file* hit = cache.find("/a", t0 + 999ms);
     ASSERT_NE(hit, nullptr);
-    EXPECT_EQ(hit->file.size, 7U);
-    EXPECT_TRUE(hit->file.fd);
+    EXPECT_EQ(hit->plain.file.size, 7U);
+    EXPECT_TRUE(hit->plain.file.fd);
     EXPECT_EQ(cache.find("/a", t0 + 1s), nullptr); // expired: dropped, its descriptor closed
     EXPECT_EQ(cache.size(), 0U);
 }
@@ -39,7 +39,7 @@ TEST(OpenFileCacheTest, InsertReplaces) {
     cache.insert("/a", entry(t0, 1));
     cache.insert("/a", entry(t0, 2));
     EXPECT_EQ(cache.size(), 1U);
-    EXPECT_EQ(cache.find("/a", t0)->file.size, 2U);
+    EXPECT_EQ(cache.find("/a", t0)->plain.file.size, 2U);
 }
 
 TEST(OpenFileCacheTest, BoundedDroppingExpiredFirst) {
