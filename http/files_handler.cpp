@@ -116,6 +116,12 @@ void files_handler::on_request(exchange& ex) {
         if (compressible(plain.content_type)) {
             fresh.br.file = files_.open_sibling(plain.path, ".br");
             fresh.gz.file = files_.open_sibling(plain.path, ".gz");
+            // Not knowing whether a sibling exists would drop Vary from what caches keep.
+            if (fresh.br.file.status == 503 || fresh.gz.file.status == 503) {
+                cache_.clear();
+                respond_error(ex, 503);
+                return;
+            }
         }
         for (representation* r : {&fresh.plain, &fresh.br, &fresh.gz}) {
             if (r->file.status != 200) continue;
