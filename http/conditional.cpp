@@ -88,7 +88,7 @@ std::optional<std::int64_t> to_epoch(std::int64_t y, unsigned mon, unsigned d, u
                                      unsigned m, unsigned s) noexcept {
     // Seconds up to 60 admit a leap second, read as the next second's start.
     if (mon < 1 || mon > 12 || d < 1 || d > 31 || h > 23 || m > 59 || s > 60) return std::nullopt;
-    return days_from_civil(y, mon, d) * 86400 + h * 3600 + m * 60 + s;
+    return days_from_civil(y, mon, d) * 86400 + std::int64_t{h} * 3600 + std::int64_t{m} * 60 + s;
 }
 
 /// Trims optional whitespace.

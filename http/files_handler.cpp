@@ -80,10 +80,14 @@ void send_body(exchange& ex, const response_head& head, unique_fd& fd, bool shar
 
 } // namespace
 
-files_handler::files_handler(const std::filesystem::path& root, std::string cache_control,
+files_handler::files_handler(const std::filesystem::path& root, std::string_view cache_control,
                              std::size_t open_files, std::chrono::milliseconds open_file_valid)
     : files_(root), cache_(open_files, open_file_valid) {
-    if (!cache_control.empty()) cache_control_ = "Cache-Control: " + cache_control + "\r\n";
+    if (!cache_control.empty()) {
+        cache_control_ = "Cache-Control: ";
+        cache_control_.append(cache_control);
+        cache_control_.append("\r\n");
+    }
 }
 
 void files_handler::on_request(exchange& ex) {

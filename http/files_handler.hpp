@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace tarry::http {
 
@@ -25,7 +26,7 @@ public:
     /// Throws std::system_error if `root` is not an openable directory. `cache_control`, when
     /// not empty, is sent as the Cache-Control of 200, 206 and 304 responses. `open_files` paths
     /// are kept open for `open_file_valid` each (0 for either: nothing is kept).
-    explicit files_handler(const std::filesystem::path& root, std::string cache_control = {},
+    explicit files_handler(const std::filesystem::path& root, std::string_view cache_control = {},
                            std::size_t open_files = default_open_files,
                            std::chrono::milliseconds open_file_valid = default_open_file_valid);
 

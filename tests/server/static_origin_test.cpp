@@ -57,7 +57,7 @@ protected:
         write_file(root / "page.html", "<p>version one</p>\n");
         write_file(root / "docs" / "index.html", "<p>docs</p>\n");
         write_file(root / "hello.txt", "Hello, file!\n");
-        big.resize(300 * 1024);
+        big.resize(std::size_t{300} * 1024);
         for (std::size_t i = 0; i < big.size(); ++i)
             big[i] = static_cast<char>('a' + (i * 7 + i / 1024) % 26);
         write_file(root / "big.bin", big);
@@ -243,7 +243,7 @@ TEST_F(StaticOriginTest, OutOfDescriptorsIs503NotA404) {
     ASSERT_GE(highest, 0);
     std::vector<int> held{highest};
     rlimit low = saved;
-    low.rlim_cur = static_cast<rlim_t>(highest + 16);
+    low.rlim_cur = static_cast<rlim_t>(highest) + 16;
     ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
     for (rlim_t i = 0; i < low.rlim_cur; ++i) {
         const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
