@@ -1,13 +1,13 @@
 #include "static_files.hpp"
 
+#include "mime_types.hpp"
+
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <array>
 #include <cerrno>
 #include <system_error>
 #include <utility>
@@ -66,7 +66,32 @@ int open_beneath(int root, const std::string& rel) {
 }
 
 unsigned status_for_errno(int err) noexcept {
-    return err == EACCES || err == EPERM ? 403 : 404;
+    switch (err) {
+    case EACCES:
+    case EPERM:
+        return 403;
+    case EMFILE:
+    case ENFILE:
+        // Out of descriptors is the server's passing trouble, not a missing file: a 503 tells
+        // a client or a cache to try again instead of remembering a 404 (nginx answers 500).
+        return 503;
+    case ENOENT:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+    case ELOOP:  // a symlink, refused by RESOLVE_NO_SYMLINKS
+    case EXDEV:  // an escape, refused by RESOLVE_BENEATH
+    case ENXIO:  // a socket or a device without its driver
+    case ENODEV: // likewise
+        return 404;
+    default:
+        return 500;
+    }
+}
+
+void fill_stat(static_files::file& f, const struct stat& st) noexcept {
+    f.size = static_cast<std::uint64_t>(st.st_size);
+    f.mtime = static_cast<std::int64_t>(st.st_mtim.tv_sec);
+    f.inode = static_cast<std::uint64_t>(st.st_ino);
 }
 
 } // namespace
@@ -79,8 +104,9 @@ static_files::static_files(const std::filesystem::path& root)
 static_files::file static_files::open(std::string_view target) const {
     file f;
     const auto query = target.find_first_of("?#");
+    const std::string_view path = target.substr(0, query);
     std::string rel;
-    if (const unsigned status = normalise(target.substr(0, query), rel); status != 0) {
+    if (const unsigned status = normalise(path, rel); status != 0) {
         f.status = status;
         return f;
     }
@@ -90,56 +116,69 @@ static_files::file static_files::open(std::string_view target) const {
         return f;
     }
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return f;
+    if (::fstat(fd.get(), &st) != 0) {
+        f.status = 500;
+        return f;
+    }
+    // A path ending in a slash (or "/.") names a directory: a file there is not found.
+    const bool names_directory =
+        path.empty() || path.back() == '/' || path == "." || path.ends_with("/.");
     if (S_ISDIR(st.st_mode)) {
-        rel += rel.empty() ? "index.html" : "/index.html";
-        fd.reset(open_beneath(root_.get(), rel));
-        if (!fd || ::fstat(fd.get(), &st) != 0) {
-            f.status = fd ? 404U : status_for_errno(errno);
+        if (!names_directory) {
+            // As nginx does: relative references in the index must resolve below the directory.
+            f.status = 301;
+            f.location.reserve(target.size() + 1);
+            f.location.append(path);
+            f.location.push_back('/');
+            if (query != std::string_view::npos && target[query] == '?')
+                f.location.append(target.substr(query, target.find('#', query) - query));
             return f;
         }
+        rel += rel.empty() ? "index.html" : "/index.html";
+        fd.reset(open_beneath(root_.get(), rel));
+        if (!fd) {
+            f.status = status_for_errno(errno);
+            return f;
+        }
+        if (::fstat(fd.get(), &st) != 0) {
+            f.status = 500;
+            return f;
+        }
+    } else if (names_directory) {
+        return f;
     }
     if (!S_ISREG(st.st_mode)) return f;
     f.status = 200;
     f.fd = std::move(fd);
-    f.size = static_cast<std::uint64_t>(st.st_size);
+    fill_stat(f, st);
     f.content_type = content_type(rel);
+    f.path = std::move(rel);
+    return f;
+}
+
+static_files::file static_files::open_sibling(const std::string& path,
+                                              std::string_view suffix) const {
+    file f;
+    std::string rel;
+    rel.reserve(path.size() + suffix.size());
+    rel.append(path);
+    rel.append(suffix);
+    unique_fd fd(open_beneath(root_.get(), rel));
+    if (!fd) {
+        f.status = status_for_errno(errno);
+        return f;
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return f;
+    f.status = 200;
+    f.fd = std::move(fd);
+    fill_stat(f, st);
+    f.path = std::move(rel);
     return f;
 }
 
 std::string_view static_files::content_type(std::string_view name) noexcept {
-    static constexpr std::array<std::pair<std::string_view, std::string_view>, 18> types{{
-        {"html", "text/html; charset=utf-8"},
-        {"htm", "text/html; charset=utf-8"},
-        {"css", "text/css; charset=utf-8"},
-        {"js", "text/javascript; charset=utf-8"},
-        {"mjs", "text/javascript; charset=utf-8"},
-        {"json", "application/json"},
-        {"txt", "text/plain; charset=utf-8"},
-        {"xml", "application/xml"},
-        {"svg", "image/svg+xml"},
-        {"png", "image/png"},
-        {"jpg", "image/jpeg"},
-        {"jpeg", "image/jpeg"},
-        {"gif", "image/gif"},
-        {"webp", "image/webp"},
-        {"ico", "image/x-icon"},
-        {"wasm", "application/wasm"},
-        {"pdf", "application/pdf"},
-        {"woff2", "font/woff2"},
-    }};
-    const auto dot = name.rfind('.');
-    const auto slash = name.rfind('/');
-    if (dot != std::string_view::npos && (slash == std::string_view::npos || dot > slash)) {
-        const auto ext = name.substr(dot + 1);
-        for (const auto& [e, type] : types) {
-            if (ext.size() == e.size() &&
-                std::equal(ext.begin(), ext.end(), e.begin(),
-                           [](char a, char b) { return (a | 0x20) == b; }))
-                return type;
-        }
-    }
-    return "application/octet-stream";
+    return mime_type(name);
 }
 
 } // namespace tarry::http

@@ -21,7 +21,7 @@ constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
      }},
     {kind::files,
      [](const route_config& r, const config&, handler_context&) -> std::shared_ptr<http::handler> {
-         return std::make_shared<http::files_handler>(r.docroot);
+         return std::make_shared<http::files_handler>(r.docroot, r.cache_control);
      }},
     {kind::proxy,
      [](const route_config& r, const config&, handler_context&) -> std::shared_ptr<http::handler> {

@@ -1,5 +1,6 @@
 #include <ostream> // boost/core/detail/string_view.hpp (1.81) needs it complete
 
+#include <tarry/http/conditional.hpp>
 #include <tarry/http/files_handler.hpp>
 #include <tarry/http/session.hpp>
 #include <tarry/http/static_files.hpp>
@@ -15,12 +16,14 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 
 namespace tarry::http::test {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::literals;
+using namespace std::chrono_literals;
 
 constexpr std::string_view date = "Sun, 06 Nov 1994 08:49:37 GMT";
 constexpr std::string_view hello_text = "Hello, file!\n";
@@ -131,17 +134,56 @@ TEST_F(StaticFilesTest, ServesAFileWithTypeAndSize) {
 }
 
 TEST_F(StaticFilesTest, DirectoryServesItsIndex) {
-    for (const auto target : {"/sub"sv, "/sub/"sv, "/sub//"sv, "/./sub/."sv}) {
+    for (const auto target : {"/sub/"sv, "/sub//"sv, "/./sub/."sv, "/sub/?x"sv}) {
         const static_files::file f = files->open(target);
         EXPECT_EQ(f.status, 200U) << target;
         EXPECT_EQ(f.content_type, "text/html; charset=utf-8") << target;
         EXPECT_EQ(f.size, sub_index_text.size()) << target;
     }
-    expect("/sub", 200, sub_index_text);
+    expect("/sub/", 200, sub_index_text);
     expect("/", 200, index_text);
     expect("", 200, index_text);
-    expect("/emptydir", 404);
     expect("/emptydir/", 404);
+}
+
+TEST_F(StaticFilesTest, DirectoryWithoutItsSlashRedirects) {
+    const auto location = [&](std::string_view target) {
+        const static_files::file f = files->open(target);
+        EXPECT_EQ(f.status, 301U) << target;
+        EXPECT_FALSE(f.fd) << target;
+        return f.location;
+    };
+    EXPECT_EQ(location("/sub"), "/sub/");
+    EXPECT_EQ(location("/sub?a=1&b"), "/sub/?a=1&b");
+    EXPECT_EQ(location("/s%75b"), "/s%75b/"); // the path as the client wrote it
+    EXPECT_EQ(location("/emptydir"), "/emptydir/");
+    expect("/sub/../emptydir", 404); // ".." is refused before anything else
+}
+
+TEST_F(StaticFilesTest, FileWithATrailingSlashIsNotFound) {
+    expect("/hello.txt/", 404);
+    expect("/hello.txt/.", 404);
+    expect("/sub/note.txt/", 404);
+}
+
+TEST_F(StaticFilesTest, FileCarriesItsValidators) {
+    const static_files::file f = files->open("/hello.txt");
+    struct stat st {};
+    ASSERT_EQ(::stat((root / "hello.txt").c_str(), &st), 0);
+    EXPECT_EQ(f.mtime, st.st_mtim.tv_sec);
+    EXPECT_EQ(f.inode, st.st_ino);
+    EXPECT_EQ(f.path, "hello.txt");
+    EXPECT_EQ(files->open("/sub/").path, "sub/index.html");
+}
+
+TEST_F(StaticFilesTest, SiblingsOpenOnlyWhenTheyAreFiles) {
+    write_file(root / "hello.txt.gz", "gz");
+    fs::create_directory(root / "hello.txt.br");
+    const static_files::file gz = files->open_sibling("hello.txt", ".gz");
+    EXPECT_EQ(gz.status, 200U);
+    EXPECT_EQ(gz.size, 2U);
+    EXPECT_EQ(files->open_sibling("hello.txt", ".br").status, 404U);
+    EXPECT_EQ(files->open_sibling("style.css", ".gz").status, 404U);
 }
 
 TEST_F(StaticFilesTest, DotDotNeverLeavesTheRoot) {
@@ -231,7 +273,7 @@ TEST(ContentTypeTest, ByExtension) {
     EXPECT_EQ(static_files::content_type("a.pdf"), "application/pdf");
     EXPECT_EQ(static_files::content_type("a.woff2"), "font/woff2");
     EXPECT_EQ(static_files::content_type("a.xml"), "application/xml");
-    EXPECT_EQ(static_files::content_type("dir/a.tar.gz"), "application/octet-stream");
+    EXPECT_EQ(static_files::content_type("dir/a.tar.gz"), "application/gzip");
 }
 
 TEST(ContentTypeTest, UppercaseExtension) {
@@ -271,15 +313,30 @@ protected:
         return out;
     }
 
-    static std::string head(std::string_view status_line, std::string_view type,
-                            std::uint64_t length) {
+    /// The head of a response; with `file` (below the root), that file's 200 fields.
+    std::string head(std::string_view status_line, std::string_view type, std::uint64_t length,
+                     std::string_view file = {}) const {
         std::string s = "HTTP/1.1 ";
         s += status_line;
         s += "\r\nServer: tarry\r\nDate: ";
         s += date;
         s += "\r\nContent-Type: ";
         s += type;
-        s += "\r\nContent-Length: " + std::to_string(length) + "\r\nKeep-Alive: timeout=9\r\n\r\n";
+        s += "\r\nContent-Length: " + std::to_string(length) + "\r\nKeep-Alive: timeout=9\r\n";
+        if (!file.empty()) s += file_fields(file);
+        s += "\r\n";
+        return s;
+    }
+
+    /// Last-Modified, ETag and Accept-Ranges of a file below the root.
+    std::string file_fields(std::string_view file) const {
+        struct stat st {};
+        EXPECT_EQ(::stat((root / file).c_str(), &st), 0) << file;
+        std::string s = "Last-Modified: ";
+        append_http_date(s, st.st_mtim.tv_sec);
+        s += "\r\nETag: " +
+             make_etag(st.st_mtim.tv_sec, static_cast<std::uint64_t>(st.st_size), st.st_ino);
+        s += "\r\nAccept-Ranges: bytes\r\n";
         return s;
     }
 
@@ -296,9 +353,10 @@ TEST_F(SessionFilesTest, SmallFileIsSentInline) {
                                       "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
                                       "Content-Type: text/plain; charset=utf-8\r\n"
                                       "Content-Length: 13\r\n"
-                                      "Keep-Alive: timeout=9\r\n"
-                                      "\r\n"
-                                      "Hello, file!\n");
+                                      "Keep-Alive: timeout=9\r\n" +
+                                          file_fields("hello.txt") +
+                                          "\r\n"
+                                          "Hello, file!\n");
     EXPECT_EQ(used, req.size());
     EXPECT_FALSE(s.has_file());
     EXPECT_FALSE(s.closing());
@@ -307,23 +365,24 @@ TEST_F(SessionFilesTest, SmallFileIsSentInline) {
 TEST_F(SessionFilesTest, HeadHasNoBody) {
     session s(settings);
     EXPECT_EQ(consume(s, "HEAD /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
-              head("200 OK", "text/plain; charset=utf-8", hello_text.size()));
+              head("200 OK", "text/plain; charset=utf-8", hello_text.size(), "hello.txt"));
     EXPECT_FALSE(s.has_file());
     EXPECT_EQ(consume(s, "HEAD /big.bin HTTP/1.1\r\nHost: x\r\n\r\n"),
-              head("200 OK", "application/octet-stream", big_size));
+              head("200 OK", "application/octet-stream", big_size, "big.bin"));
     EXPECT_FALSE(s.has_file());
 }
 
 TEST_F(SessionFilesTest, DirectoryAndAbsoluteForm) {
     session s(settings);
     EXPECT_EQ(consume(s, "GET /sub/ HTTP/1.1\r\nHost: x\r\n\r\n"),
-              head("200 OK", "text/html; charset=utf-8", sub_index_text.size()) +
+              head("200 OK", "text/html; charset=utf-8", sub_index_text.size(), "sub/index.html") +
                   std::string(sub_index_text));
     EXPECT_EQ(
         consume(s, "GET http://example.com/hello.txt?q HTTP/1.1\r\nHost: example.com\r\n\r\n"),
-        head("200 OK", "text/plain; charset=utf-8", hello_text.size()) + std::string(hello_text));
+        head("200 OK", "text/plain; charset=utf-8", hello_text.size(), "hello.txt") +
+            std::string(hello_text));
     EXPECT_EQ(consume(s, "GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n"),
-              head("200 OK", "text/html; charset=utf-8", index_text.size()) +
+              head("200 OK", "text/html; charset=utf-8", index_text.size(), "index.html") +
                   std::string(index_text));
 }
 
@@ -346,7 +405,8 @@ TEST_F(SessionFilesTest, LargeFileIsStreamed) {
     const std::string next = "GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n";
     const std::string input = std::string(req) + next;
     std::size_t used = 0;
-    EXPECT_EQ(consume(s, input, &used), head("200 OK", "application/octet-stream", big_size));
+    EXPECT_EQ(consume(s, input, &used),
+              head("200 OK", "application/octet-stream", big_size, "big.bin"));
     // The file goes out before anything else is answered.
     EXPECT_EQ(used, req.size());
     ASSERT_TRUE(s.has_file());
@@ -360,7 +420,7 @@ TEST_F(SessionFilesTest, LargeFileIsStreamed) {
     s.file_done();
     EXPECT_FALSE(s.has_file());
     EXPECT_EQ(consume(s, next, &used),
-              head("200 OK", "text/plain; charset=utf-8", hello_text.size()) +
+              head("200 OK", "text/plain; charset=utf-8", hello_text.size(), "hello.txt") +
                   std::string(hello_text));
     EXPECT_EQ(used, next.size());
 }
@@ -368,15 +428,103 @@ TEST_F(SessionFilesTest, LargeFileIsStreamed) {
 TEST_F(SessionFilesTest, SixteenKibIsStillInline) {
     session s(settings);
     EXPECT_EQ(consume(s, "GET /edge.bin HTTP/1.1\r\nHost: x\r\n\r\n"),
-              head("200 OK", "application/octet-stream", 16 * 1024) + std::string(16 * 1024, 'E'));
+              head("200 OK", "application/octet-stream", 16 * 1024, "edge.bin") +
+                  std::string(16 * 1024, 'E'));
     EXPECT_FALSE(s.has_file());
 }
 
 TEST_F(SessionFilesTest, EmptyFile) {
     session s(settings);
     EXPECT_EQ(consume(s, "GET /empty.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
-              head("200 OK", "text/plain; charset=utf-8", 0));
+              head("200 OK", "text/plain; charset=utf-8", 0, "empty.txt"));
     EXPECT_FALSE(s.has_file());
+}
+
+TEST_F(SessionFilesTest, NotModifiedHasValidatorsAndNoBodyOrLength) {
+    session s(settings);
+    const std::string fields = file_fields("hello.txt");
+    const auto etag_at = fields.find("ETag: ") + 6;
+    const std::string etag = fields.substr(etag_at, fields.find('\r', etag_at) - etag_at);
+    const std::string last_modified = fields.substr(0, fields.find("ETag: "));
+    EXPECT_EQ(
+        consume(s, "GET /hello.txt HTTP/1.1\r\nHost: x\r\nIf-None-Match: " + etag + "\r\n\r\n"),
+        "HTTP/1.1 304 Not Modified\r\nServer: tarry\r\nDate: " + std::string(date) +
+            "\r\nKeep-Alive: timeout=9\r\n" + last_modified + "ETag: " + etag + "\r\n\r\n");
+    EXPECT_FALSE(s.closing());
+    // The next request on the connection is read right after it.
+    EXPECT_EQ(consume(s, "HEAD /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n"),
+              head("200 OK", "text/plain; charset=utf-8", hello_text.size(), "hello.txt"));
+}
+
+TEST_F(SessionFilesTest, RangeOfALargeFileIsStreamedFromItsOffset) {
+    session s(settings);
+    const std::string out =
+        consume(s, "GET /big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=100-17099\r\n\r\n");
+    EXPECT_EQ(out.substr(0, 24), "HTTP/1.1 206 Partial Con");
+    EXPECT_NE(out.find("\r\nContent-Length: 17000\r\n"), std::string::npos);
+    EXPECT_NE(out.find("\r\nContent-Range: bytes 100-17099/20000\r\n"), std::string::npos);
+    ASSERT_TRUE(s.has_file());
+    EXPECT_EQ(s.file().offset, 100U);
+    EXPECT_EQ(s.file().remaining, 17000U);
+}
+
+TEST_F(SessionFilesTest, CacheControlOnCacheableAnswersOnly) {
+    router r;
+    r.add("/", std::make_shared<files_handler>(root, "public, max-age=60"));
+    settings.routes = &r;
+    session s(settings);
+    EXPECT_NE(consume(s, "GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                  .find("\r\nCache-Control: public, max-age=60\r\n"),
+              std::string::npos);
+    EXPECT_NE(consume(s, "GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-0\r\n\r\n")
+                  .find("\r\nCache-Control: public, max-age=60\r\n"),
+              std::string::npos);
+    EXPECT_NE(consume(s, "GET /hello.txt HTTP/1.1\r\nHost: x\r\nIf-None-Match: *\r\n\r\n")
+                  .find("\r\nCache-Control: public, max-age=60\r\n"),
+              std::string::npos);
+    EXPECT_EQ(consume(s, "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n").find("Cache-Control"),
+              std::string::npos);
+    settings.routes = &routes;
+}
+
+TEST_F(SessionFilesTest, OpenFilesAreKeptForTheirValidityThenReopened) {
+    router r;
+    r.add("/", std::make_shared<files_handler>(root, "", 10, 300ms));
+    settings.routes = &r;
+    session s(settings);
+    const std::string req = "GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_NE(consume(s, req).find(hello_text), std::string::npos);
+    // Replaced (a new inode): the kept descriptor still reads the old file for a while.
+    write_file(root / "hello.txt.new", "Hello, new file!\n");
+    fs::rename(root / "hello.txt.new", root / "hello.txt");
+    const auto replaced = std::chrono::steady_clock::now();
+    const std::string during = consume(s, req);
+    if (std::chrono::steady_clock::now() - replaced < 300ms) {
+        EXPECT_NE(during.find(hello_text), std::string::npos);
+    }
+    std::this_thread::sleep_for(350ms);
+    const std::string after = consume(s, req);
+    EXPECT_NE(after.find("Hello, new file!\n"), std::string::npos);
+    EXPECT_NE(after.find(file_fields("hello.txt")), std::string::npos);
+    settings.routes = &routes;
+}
+
+TEST_F(SessionFilesTest, WithoutTheCacheEveryRequestOpensAfresh) {
+    router r;
+    r.add("/", std::make_shared<files_handler>(root, "", 0, 0ms));
+    settings.routes = &r;
+    session s(settings);
+    const std::string req = "GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    EXPECT_NE(consume(s, req).find(hello_text), std::string::npos);
+    write_file(root / "hello.txt.new", "Hello, new file!\n");
+    fs::rename(root / "hello.txt.new", root / "hello.txt");
+    EXPECT_NE(consume(s, req).find("Hello, new file!\n"), std::string::npos);
+    // A large file goes to the connection with the handler's own descriptor.
+    consume(s, "GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(s.has_file());
+    EXPECT_EQ(read_all(s.file().fd.get(), big_size), big);
+    s.file_done();
+    settings.routes = &routes;
 }
 
 TEST_F(SessionFilesTest, DrainWhileAFileIsPendingClosesAfterIt) {
