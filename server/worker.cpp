@@ -148,6 +148,9 @@ void worker::stop(duration drain) {
 
 void worker::finish_stop() noexcept {
     drain_timer_.cancel();
+    if (router_)
+        for (const auto& r : router_->routes())
+            r.target->stop();
     date_.stop();
     poller_.stop();
 }
