@@ -59,10 +59,10 @@ void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
     const http::request_head& req = ex_->request();
     idempotent_ = is_idempotent(req.method);
     head_request_ = req.method == bh::verb::head;
-    build_request_head();
+    auto pool = handler_->pick();
+    build_request_head(pool ? pool->name() : std::string_view{});
     ex_->defer(*this);
     ex_->read_body(); // sends 100 Continue if the client asked: Expect is not forwarded
-    auto pool = handler_->pick();
     if (!pool) {
         answer_error(503);
         return;
@@ -71,7 +71,7 @@ void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
     use(std::move(pool));
 }
 
-void proxy_exchange::build_request_head() {
+void proxy_exchange::build_request_head(std::string_view server) {
     const http::request_head& req = ex_->request();
     const std::string_view header = req.header;
     const bool trust = handler_->settings().trust_forwarded;
@@ -81,7 +81,10 @@ void proxy_exchange::build_request_head() {
     head.push_back(' ');
     head.append(req.target);
     head.append(" HTTP/1.1\r\n");
-    if (!req.host.empty()) append_field(head, "Host", req.host);
+    if (!req.host.empty())
+        append_field(head, "Host", req.host);
+    else
+        append_field(head, "Host", server.starts_with("unix:") ? "localhost" : server);
     const std::string_view connection = http::find_field(header, "Connection");
     std::string forwarded_for;
     bool has_proto = false;
@@ -157,6 +160,7 @@ void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
 }
 
 void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
     connecting_ = false;
     if (ec) {
         pool_->metrics().error(upstream_error::connect);
@@ -247,6 +251,7 @@ void proxy_exchange::on_body_end() {
 }
 
 void proxy_exchange::on_written(const boost::system::error_code& ec) noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
     write_pending_ = false;
     if (ec) {
         connection_failed(ec);
@@ -261,6 +266,7 @@ void proxy_exchange::on_written(const boost::system::error_code& ec) noexcept {
 }
 
 void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n) noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
     if (ec) {
         if (ec == boost::asio::error::eof && parser_ && parser_->is_header_done() &&
             !parser_->is_done()) {
@@ -283,6 +289,7 @@ void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n)
         fail(502, upstream_error::malformed);
         return;
     }
+    if (!conn_) return; // the client went away while we wrote to it
     if (ex_ != nullptr && responded_ && ex_->room() < upstream_connection::read_size / 4) {
         room_paused_ = true; // on_writable() reads on
     } else {
@@ -299,6 +306,7 @@ bool proxy_exchange::parse() {
         const bool had_header = parser_->is_header_done();
         const std::size_t n = parser_->feed(rbuf_.data() + used, rbuf_.size() - used, ec);
         used += n;
+        if (!conn_) return false; // the client went away while the body was written to it
         if (ec == bh::error::need_more) break;
         if (ec) {
             fail(502, upstream_error::malformed);
@@ -316,6 +324,7 @@ bool proxy_exchange::parse() {
                 continue;
             }
             on_response_head();
+            if (!conn_) return false;
             parser_->eager(true);
         }
         if (parser_->is_done()) {
@@ -365,7 +374,7 @@ void proxy_exchange::complete() noexcept {
     const upstream_settings& s = handler_->settings();
     // Reusable only when both directions ended cleanly: the whole request went out and the
     // whole response came back, on a connection the upstream keeps open.
-    const bool reusable = parser_->keep_alive() && body_end_ && !write_pending_ &&
+    const bool reusable = conn_ && parser_->keep_alive() && body_end_ && !write_pending_ &&
                           pending_.empty() && rbuf_.empty() && conn_->is_open();
     if (reusable) {
         auto keep = s.idle_timeout;
@@ -388,7 +397,7 @@ void proxy_exchange::complete() noexcept {
             if (conn_) drop_connection(upstream_close::error);
         }
         conn_.reset();
-    } else {
+    } else if (conn_) {
         drop_connection(upstream_close::upstream_close);
     }
     done_ = true;
@@ -426,6 +435,7 @@ void proxy_exchange::connection_failed(const boost::system::error_code& ec) noex
 }
 
 void proxy_exchange::on_timeout() noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
     if (connecting_) pool_->mark_failed();
     fail(504, upstream_error::timeout);
 }
@@ -470,6 +480,7 @@ void proxy_exchange::drop_connection(upstream_close why) noexcept {
 }
 
 void proxy_exchange::on_writable() noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
     if (!room_paused_ || !conn_) return;
     room_paused_ = false;
     conn_->read();

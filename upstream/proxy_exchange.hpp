@@ -65,7 +65,8 @@ public:
     void on_response_body(std::string_view bytes) override;
 
 private:
-    void build_request_head();
+    /// `server` names the upstream for a request without Host (HTTP/1.0), as nginx does.
+    void build_request_head(std::string_view server);
     void append_request(std::string_view bytes);
     void use(std::shared_ptr<upstream_pool> pool, bool fresh = false);
     void connected();

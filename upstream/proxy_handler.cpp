@@ -37,6 +37,11 @@ void proxy_handler::on_request(http::exchange& ex) {
     p->start(p);
 }
 
+void proxy_handler::stop() noexcept {
+    for (auto& p : pools_)
+        p->stop();
+}
+
 std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io,
                                                   timeouts::timeout_registry& registry,
                                                   const upstream_settings& settings) {

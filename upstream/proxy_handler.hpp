@@ -28,6 +28,7 @@ public:
                   upstream_settings settings);
 
     void on_request(http::exchange& ex) override;
+    void stop() noexcept override;
 
     [[nodiscard]] const upstream_settings& settings() const noexcept { return settings_; }
     [[nodiscard]] const std::vector<std::shared_ptr<upstream_pool>>& pools() const noexcept {

@@ -66,6 +66,11 @@ void upstream_pool::give_back(std::shared_ptr<upstream_connection> c,
     c->set_user(nullptr);
     --busy_;
     metrics_.busy.add(-1);
+    if (stopped_) {
+        c->close();
+        metrics_.closed(upstream_close::idle_timeout);
+        return;
+    }
     if (keep <= timeouts::clock::duration::zero() || settings_.max_idle == 0) {
         c->close();
         metrics_.closed(hinted ? upstream_close::keep_alive_hint : upstream_close::max_idle);
@@ -89,6 +94,16 @@ void upstream_pool::discard(upstream_connection& c, upstream_close why) noexcept
     --busy_;
     metrics_.busy.add(-1);
     metrics_.closed(why);
+}
+
+void upstream_pool::stop() noexcept {
+    stopped_ = true;
+    for (auto& i : idle_) {
+        i.conn->close(); // its pending read completes as aborted, and the pool forgets it
+        metrics_.idle.add(-1);
+        metrics_.closed(upstream_close::idle_timeout);
+    }
+    idle_.clear();
 }
 
 void upstream_pool::mark_failed() noexcept {

@@ -43,6 +43,9 @@ public:
     /// A busy connection that will not be reused: closed and counted.
     void discard(upstream_connection& c, upstream_close why) noexcept;
 
+    /// Closes the idle connections, and from now on every connection given back.
+    void stop() noexcept;
+
     /// Passive health: a server that refused or timed out is skipped for fail_timeout.
     void mark_failed() noexcept;
     [[nodiscard]] bool down() const noexcept;
@@ -72,6 +75,7 @@ private:
     upstream_connection::endpoint_type endpoint_;
     std::vector<idle_conn> idle_; ///< oldest first
     std::size_t busy_ = 0;
+    bool stopped_ = false;
     timeouts::clock::time_point down_until_{};
     upstream_metrics metrics_;
 };
