@@ -1,5 +1,6 @@
 // The application behind the proxy in tests/upstream: started as a child process on port 0,
-// it prints its port and serves until killed. argv[2]: keepAliveTimeout in ms (default 5000).
+// it prints its port and serves until killed. argv[2]: keepAliveTimeout in ms (default 5000);
+// argv[3], if given: a unix socket path to listen on instead (it then prints 0).
 'use strict';
 const http = require('http');
 
@@ -54,6 +55,10 @@ const server = http.createServer((req, res) => {
   } else if (path === '/chunked') {
     res.write('one,');
     setTimeout(() => { res.write('two,'); res.end('three'); }, 20);
+  } else if (path === '/stall') {
+    // A head and a first piece, then silence.
+    res.write('part');
+    setTimeout(() => res.end(), 5000);
   } else if (path === '/close') {
     res.setHeader('Connection', 'close');
     res.end('closing');
@@ -65,6 +70,10 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = Number(process.argv[2] || 5000);
 server.on('connection', () => { stats.connections++; });
-server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(server.address().port + '\n');
-});
+if (process.argv[3]) {
+  server.listen(process.argv[3], () => process.stdout.write('0\n'));
+} else {
+  server.listen(0, '127.0.0.1', () => {
+    process.stdout.write(server.address().port + '\n');
+  });
+}

@@ -23,7 +23,7 @@ namespace tarry::test {
 /// A Node.js backend (tests/upstream/backend.js) as a child process; killed when destroyed.
 class node_backend {
 public:
-    explicit node_backend(int keep_alive_ms = 5000) {
+    explicit node_backend(int keep_alive_ms = 5000, const std::string& unix_path = {}) {
         int out[2];
         if (::pipe(out) != 0) return;
         pid_ = ::fork();
@@ -32,7 +32,11 @@ public:
             ::close(out[0]);
             ::close(out[1]);
             const std::string ka = std::to_string(keep_alive_ms);
-            ::execlp("node", "node", TARRY_BACKEND_JS, ka.c_str(), static_cast<char*>(nullptr));
+            if (unix_path.empty())
+                ::execlp("node", "node", TARRY_BACKEND_JS, ka.c_str(), static_cast<char*>(nullptr));
+            else
+                ::execlp("node", "node", TARRY_BACKEND_JS, ka.c_str(), unix_path.c_str(),
+                         static_cast<char*>(nullptr));
             ::_exit(127);
         }
         ::close(out[1]);
@@ -47,8 +51,10 @@ public:
             line.append(buf, static_cast<std::size_t>(n));
         }
         ::close(out[0]);
-        if (line.find('\n') != std::string::npos)
+        if (line.find('\n') != std::string::npos) {
             port_ = static_cast<std::uint16_t>(std::stoi(line));
+            started_ = true;
+        }
     }
     node_backend(const node_backend&) = delete;
     node_backend& operator=(const node_backend&) = delete;
@@ -58,10 +64,12 @@ public:
         ::waitpid(pid_, nullptr, 0);
     }
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] bool started() const noexcept { return started_; }
 
 private:
     pid_t pid_ = -1;
     std::uint16_t port_ = 0;
+    bool started_ = false;
 };
 
 inline std::int64_t rss_kib() {
