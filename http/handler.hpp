@@ -25,6 +25,9 @@ public:
     virtual ~handler() = default;
 
     virtual void on_request(exchange& ex) = 0;
+    /// The worker is stopping: let go of what is idle (a proxy's pooled upstream connections),
+    /// since anything left waiting keeps the worker's loop from ending.
+    virtual void stop() noexcept {}
 };
 
 /// The state of a request a handler answers later (see exchange::defer). The session calls it

@@ -133,10 +133,11 @@ std::size_t request_parser::feed(const char* data, std::size_t size,
         boost::system::error_code presence;
         const bool whole = header_present(data, size, presence);
         std::size_t check = size;
-        if (whole) {
-            const auto* lf = static_cast<const char*>(
-                std::memchr(data, '\n', std::min(size, max_header_bytes_)));
-            check = lf == nullptr ? size : static_cast<std::size_t>(lf - data) + 1;
+        const std::string_view window(data, std::min(size, max_header_bytes_));
+        // Beast waits for CRLF CRLF: a header ended by a bare LF is refused by the full check.
+        if (whole && window.find("\r\n\r\n") != std::string_view::npos) {
+            const auto lf = window.find('\n');
+            check = lf == std::string_view::npos ? size : lf + 1;
         }
         check_header(data, check, ec);
         if (ec) return 0;

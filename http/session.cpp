@@ -30,6 +30,10 @@ const request_head& exchange::request() const noexcept {
     return s_.state_->head;
 }
 
+std::string_view exchange::peer() const noexcept {
+    return s_.transport_ != nullptr ? s_.transport_->peer() : std::string_view{};
+}
+
 void exchange::respond(response_head head) {
     s_.start_response(head);
 }
@@ -130,6 +134,14 @@ void exchange::read_body() {
         s.sent_continue_ = true;
         if (s.out_ == nullptr) s.transport_->wake();
     }
+}
+
+void exchange::abort() {
+    session& s = s_;
+    s.closing_ = true;
+    s.deferred_ = nullptr;
+    s.finish_request();
+    if (s.out_ == nullptr && s.transport_ != nullptr) s.transport_->wake();
 }
 
 void exchange::resume_body() {

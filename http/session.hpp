@@ -47,6 +47,9 @@ public:
     [[nodiscard]] virtual std::string_view date() noexcept = 0;
     /// A deferred answer wrote, finished, or resumed its request body: drive the connection.
     virtual void wake() noexcept = 0;
+    /// The client's address ("192.0.2.1", "2001:db8::1"), valid until the next call; empty if
+    /// unknown. Looked up when asked: most requests never need it.
+    [[nodiscard]] virtual std::string_view peer() noexcept { return {}; }
 
 protected:
     session_transport() = default;
@@ -76,6 +79,8 @@ public:
     exchange& operator=(const exchange&) = delete;
 
     [[nodiscard]] const request_head& request() const noexcept;
+    /// The client's address (see session_transport::peer), valid until the next call.
+    [[nodiscard]] std::string_view peer() const noexcept;
 
     /// Writes the status line and fields. The session adds Date, Server (unless the head says
     /// otherwise), the framing (Content-Length or Transfer-Encoding) and Connection/Keep-Alive.
@@ -100,6 +105,9 @@ public:
     void read_body();
     /// The deferred answer takes body bytes again after refusing some.
     void resume_body();
+    /// The response cannot be completed (its source failed after the head was sent): the
+    /// connection closes once what is queued is written. The exchange is gone afterwards.
+    void abort();
 
 private:
     friend class session;

@@ -6,6 +6,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/sendfile.h>
@@ -83,6 +84,22 @@ std::string& connection::output() {
 
 std::string_view connection::date() noexcept {
     return ctx_.date.value();
+}
+
+std::string_view connection::peer() noexcept {
+    // One buffer per thread: a connection keeps no address of its own (idle memory counts),
+    // and the few handlers that want it (a proxy's X-Forwarded-For) copy it at once.
+    thread_local char text[INET6_ADDRSTRLEN];
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return {};
+    const void* addr = nullptr;
+    if (a.ss_family == AF_INET)
+        addr = &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr;
+    else if (a.ss_family == AF_INET6)
+        addr = &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
+    if (addr == nullptr || ::inet_ntop(a.ss_family, addr, text, sizeof text) == nullptr) return {};
+    return text;
 }
 
 void connection::wake() noexcept {

@@ -95,6 +95,7 @@ public:
     std::string& output() override;
     std::string_view date() noexcept override;
     void wake() noexcept override;
+    std::string_view peer() noexcept override;
 
 private:
     void drive(bool fresh = true);

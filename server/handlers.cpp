@@ -2,6 +2,9 @@
 
 #include <tarry/http/files_handler.hpp>
 #include <tarry/http/hello_handler.hpp>
+#include <tarry/upstream/proxy_handler.hpp>
+
+#include <algorithm>
 
 #include <array>
 #include <utility>
@@ -10,6 +13,32 @@ namespace tarry::server {
 namespace {
 
 using kind = route_config::kind;
+
+/// The proxy's view of an [upstream.NAME] table.
+upstream::upstream_settings settings_of(const upstream_config& u, const config& cfg) {
+    upstream::upstream_settings s;
+    for (const upstream_server& server : u.servers) {
+        if (!server.unix_path.empty()) {
+            s.servers.push_back("unix:" + server.unix_path.string());
+        } else if (server.host.find(':') != std::string::npos) {
+            s.servers.push_back("[" + server.host + "]:" + std::to_string(server.port));
+        } else {
+            s.servers.push_back(server.host + ":" + std::to_string(server.port));
+        }
+    }
+    s.balance = u.balance == upstream_config::balance_kind::least_conn
+                    ? upstream::upstream_settings::balance_mode::least_conn
+                    : upstream::upstream_settings::balance_mode::round_robin;
+    s.max_idle = u.max_idle;
+    s.idle_timeout = u.idle_timeout;
+    s.connect_timeout = u.connect_timeout;
+    s.send_timeout = u.send_timeout;
+    s.response_timeout = u.response_timeout;
+    s.read_timeout = u.read_timeout;
+    s.fail_timeout = u.fail_timeout;
+    s.trust_forwarded = cfg.trust_forwarded;
+    return s;
+}
 using make_fn = std::shared_ptr<http::handler> (*)(const route_config&, const config&,
                                                    handler_context&);
 
@@ -24,8 +53,14 @@ constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
          return std::make_shared<http::files_handler>(r.docroot, r.cache_control);
      }},
     {kind::proxy,
-     [](const route_config& r, const config&, handler_context&) -> std::shared_ptr<http::handler> {
-         throw config_error("route " + r.prefix + ": proxying is not built into this binary");
+     [](const route_config& r, const config& cfg,
+        handler_context& ctx) -> std::shared_ptr<http::handler> {
+         const auto u =
+             std::find_if(cfg.upstreams.begin(), cfg.upstreams.end(),
+                          [&](const upstream_config& c) { return c.name == r.upstream; });
+         if (u == cfg.upstreams.end()) // the configuration checks this; a custom config may not
+             throw config_error("route " + r.prefix + ": no upstream named " + r.upstream);
+         return upstream::make_proxy_handler(ctx.io, ctx.registry, settings_of(*u, cfg));
      }},
 }};
 

@@ -227,6 +227,9 @@ void worker::finish_stop() noexcept {
     drain_timer_.cancel();
     spread_timer_.cancel();
     spread_.clear();
+    if (router_)
+        for (const auto& r : router_->routes())
+            r.target->stop();
     date_.stop();
     poller_.stop();
 }

@@ -1,0 +1,336 @@
+// The proxy in front of a Node.js application (backend.js): bodies both ways, framing, errors,
+// and the upstream's keep-alive. Timing checks are one-sided with generous slack.
+#include "proxy_fixture.hpp"
+
+#include <sys/socket.h>
+
+#include <filesystem>
+
+namespace tarry::test {
+namespace {
+
+class ProxyNodeTest : public ProxyTest {
+protected:
+    std::unique_ptr<node_backend> node;
+
+    void start_with(int keep_alive_ms = 5000) {
+        node = std::make_unique<node_backend>(keep_alive_ms);
+        ASSERT_NE(node->port(), 0) << "node did not start";
+        ups.servers = {"127.0.0.1:" + std::to_string(node->port())};
+        start();
+    }
+    void TearDown() override {
+        ProxyTest::TearDown();
+        node.reset();
+    }
+};
+
+/// Reads a Content-Length response to `fd`, counting and discarding its body (so the test's
+/// own memory stays flat). Returns the body size, or -1.
+std::int64_t drain_response(int fd, steady::duration timeout, std::string* head_out = nullptr) {
+    const auto deadline = steady::now() + timeout;
+    std::string head;
+    std::int64_t length = -1;
+    std::int64_t got = 0;
+    static char buf[1 << 16];
+    while (steady::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) return -1;
+        if (length < 0) {
+            head.append(buf, static_cast<std::size_t>(n));
+            const auto end = head.find("\r\n\r\n");
+            if (end == std::string::npos) continue;
+            const auto at = head.find("Content-Length: ");
+            if (at == std::string::npos) return -1;
+            length = std::stoll(head.substr(at + 16));
+            got = static_cast<std::int64_t>(head.size() - end - 4);
+            if (head_out != nullptr) *head_out = head.substr(0, end + 4);
+        } else {
+            got += n;
+        }
+        if (got >= length) return got;
+    }
+    return -1;
+}
+
+TEST_F(ProxyNodeTest, ForwardsFieldsWithoutHopByHopAndAddsForwarded) {
+    start_with();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /headers HTTP/1.1\r\nHost: example.test\r\nConnection: X-Private\r\n"
+                       "X-Private: 1\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\n"
+                       "Proxy-Connection: keep-alive\r\nX-Forwarded-For: 192.0.2.9\r\n"
+                       "Accept: */*\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    const std::string& b = r->body;
+    EXPECT_NE(b.find("host: example.test\n"), std::string::npos) << b;
+    EXPECT_NE(b.find("accept: */*\n"), std::string::npos) << b;
+    EXPECT_NE(b.find("x-forwarded-for: 127.0.0.1\n"), std::string::npos) << b;
+    EXPECT_NE(b.find("x-forwarded-proto: http\n"), std::string::npos) << b;
+    EXPECT_NE(b.find("x-forwarded-host: example.test\n"), std::string::npos) << b;
+    for (const char* gone : {"x-private", "keep-alive:", "te:", "proxy-connection", "192.0.2.9"})
+        EXPECT_EQ(b.find(gone), std::string::npos) << gone << " in\n" << b;
+    // The upstream's Connection and the field it names stay on its side; its Date passes.
+    EXPECT_EQ(r->head.find("X-Hop"), std::string::npos) << r->head;
+    EXPECT_EQ(r->head.find("Connection: X-Hop"), std::string::npos) << r->head;
+    EXPECT_EQ(r->head.find("Server: tarry"), std::string::npos) << r->head;
+    EXPECT_NE(r->head.find("\r\nDate: "), std::string::npos) << r->head;
+}
+
+TEST_F(ProxyNodeTest, SequentialRequestsShareOneUpstreamConnection) {
+    start_with();
+    test_client c(port);
+    for (int i = 0; i < 1000; ++i) {
+        ASSERT_TRUE(c.send("GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
+        auto r = c.read_response();
+        ASSERT_TRUE(r) << i;
+        ASSERT_EQ(r->body, "ok");
+    }
+    EXPECT_TRUE(c.wait_closed()); // max_requests_per_connection is 1000
+    test_client d(port);
+    ASSERT_TRUE(d.send("GET /stats HTTP/1.1\r\nHost: t\r\n\r\n"));
+    auto s = d.read_response();
+    ASSERT_TRUE(s);
+    EXPECT_NE(s->body.find("\"connections\":1,"), std::string::npos) << s->body;
+    EXPECT_EQ(metrics().opened.get(), 1);
+    EXPECT_EQ(metrics().reused.get(), 1000); // 999 and /stats
+    // The last response may reach the client a moment before its connection is pooled.
+    EXPECT_TRUE(eventually([&] { return metrics().idle.get() == 1; }));
+    EXPECT_EQ(metrics().busy.get(), 0);
+}
+
+TEST_F(ProxyNodeTest, ChunkedUploadIsEchoedChunked) {
+    start_with();
+    test_client c(port);
+    ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "a\r\n0123456789\r\n5\r\nabcde\r\n0\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->has("Transfer-Encoding: chunked"));
+    EXPECT_EQ(r->body, "0123456789abcde");
+    // Content-Length upload, and the connection goes on.
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"));
+    auto u = c.read_response();
+    ASSERT_TRUE(u);
+    EXPECT_EQ(u->body, "5");
+    ASSERT_TRUE(c.send("GET /chunked HTTP/1.1\r\nHost: t\r\n\r\n"));
+    auto k = c.read_response();
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->body, "one,two,three");
+}
+
+TEST_F(ProxyNodeTest, HundredMegabytesEachWayWithBoundedMemory) {
+    start_with();
+    constexpr std::int64_t total = 100LL * 1024 * 1024;
+    test_client c(port);
+    const std::int64_t before = rss_kib();
+    ASSERT_TRUE(c.send("GET /big?n=" + std::to_string(total) + " HTTP/1.1\r\nHost: t\r\n\r\n"));
+    EXPECT_EQ(drain_response(c.fd(), 60s), total);
+    const std::int64_t after_download = rss_kib();
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                       std::to_string(total) + "\r\n\r\n"));
+    const std::string piece(64 * 1024, 'u');
+    for (std::int64_t sent = 0; sent < total; sent += static_cast<std::int64_t>(piece.size()))
+        ASSERT_TRUE(c.send(piece));
+    auto r = c.read_response(60s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, std::to_string(total));
+    const std::int64_t after_upload = rss_kib();
+    EXPECT_LT(after_download - before, 64 * 1024) << "KiB grown by the download";
+    EXPECT_LT(after_upload - before, 64 * 1024) << "KiB grown by the upload";
+}
+
+TEST_F(ProxyNodeTest, SlowClientDoesNotMakeTheProxyBuffer) {
+    start_with();
+    constexpr std::int64_t total = 32LL * 1024 * 1024;
+    test_client c(port, 4096);
+    const std::int64_t before = rss_kib();
+    ASSERT_TRUE(c.send("GET /big?n=" + std::to_string(total) + " HTTP/1.1\r\nHost: t\r\n\r\n"));
+    std::this_thread::sleep_for(1s); // not reading
+    const std::int64_t stalled = rss_kib();
+    EXPECT_LT(stalled - before, 8 * 1024) << "KiB grown while the client did not read";
+    EXPECT_EQ(drain_response(c.fd(), 60s), total);
+}
+
+TEST_F(ProxyNodeTest, Http10ClientGetsAnUnknownLengthBodyToTheClose) {
+    start_with();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /chunked HTTP/1.0\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "one,two,three");
+    EXPECT_TRUE(c.closed());
+}
+
+TEST_F(ProxyNodeTest, PipelinedResponsesComeInOrder) {
+    start_with();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /slow?ms=100 HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /chunked HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
+    auto a = c.read_response();
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->body, "slow");
+    auto b = c.read_response();
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->body, "one,two,three");
+    auto n = c.read_response();
+    ASSERT_TRUE(n);
+    EXPECT_EQ(n->body, "ok");
+}
+
+TEST_F(ProxyNodeTest, HeadGetsTheUpstreamLengthAndNoBody) {
+    start_with();
+    test_client c(port);
+    ASSERT_TRUE(c.send("HEAD /big?n=1000 HTTP/1.1\r\nHost: t\r\n\r\n"));
+    EXPECT_FALSE(c.read_response(500ms)); // it waits for 1000 bytes that must never come
+    const std::string& got = c.pending();
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK\r\n")) << got;
+    EXPECT_NE(got.find("\r\nContent-Length: 1000\r\n"), std::string::npos) << got;
+    EXPECT_TRUE(got.ends_with("\r\n\r\n")) << got;
+    EXPECT_FALSE(c.closed());
+}
+
+TEST_F(ProxyNodeTest, ExpectContinueIsAnsweredByTheProxy) {
+    start_with();
+    test_client c(port);
+    ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n"
+                       "Expect: 100-continue\r\n\r\n"));
+    auto cont = c.read_response();
+    ASSERT_TRUE(cont);
+    EXPECT_EQ(cont->status, 100);
+    ASSERT_TRUE(c.send("0123456789"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "10");
+}
+
+TEST_F(ProxyNodeTest, SlowUpstreamGets504AfterTheResponseTimeout) {
+    ups.response_timeout = 300ms;
+    start_with();
+    const auto sent = steady::now();
+    auto r = get_once("/slow?ms=3000");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 504);
+    EXPECT_GE(steady::now() - sent, 300ms);
+    EXPECT_LT(steady::now() - sent, 2500ms);
+    EXPECT_EQ(metrics().errors_of(upstream::upstream_error::timeout), 1);
+    EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
+}
+
+TEST_F(ProxyNodeTest, StalledUpstreamClosesTheClientAfterTheReadTimeout) {
+    ups.read_timeout = 300ms;
+    start_with();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /stall HTTP/1.1\r\nHost: t\r\n\r\n"));
+    // The head went out already: a 504 is impossible, so the client sees the close.
+    EXPECT_TRUE(c.wait_closed(3s));
+    EXPECT_TRUE(c.pending().starts_with("HTTP/1.1 200 OK\r\n")) << c.pending();
+    EXPECT_EQ(c.pending().find("0\r\n\r\n"), std::string::npos); // never a clean end
+    EXPECT_EQ(metrics().errors_of(upstream::upstream_error::timeout), 1);
+    EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
+    EXPECT_EQ(metrics().idle.get(), 0);
+}
+
+TEST_F(ProxyNodeTest, UnixSocketUpstream) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("tarry-upstream-" + std::to_string(::getpid()) + ".sock");
+    std::filesystem::remove(path);
+    node = std::make_unique<node_backend>(5000, path.string());
+    ASSERT_TRUE(node->started());
+    ups.servers = {"unix:" + path.string()};
+    start();
+    test_client c(port);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(c.send("GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->body, "ok");
+    }
+    EXPECT_EQ(metrics().opened.get(), 1);
+    node.reset();
+    std::filesystem::remove(path);
+}
+
+TEST_F(ProxyNodeTest, UpstreamClosingAfterTheResponseIsNotPooled) {
+    start_with();
+    test_client c(port);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(c.send("GET /close HTTP/1.1\r\nHost: t\r\n\r\n"));
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->body, "closing");
+        EXPECT_FALSE(r->has("Connection: close")); // the client's connection stays
+    }
+    EXPECT_EQ(metrics().opened.get(), 3);
+    EXPECT_EQ(metrics().idle.get(), 0);
+}
+
+TEST_F(ProxyNodeTest, KeepAliveHintRetiresConnectionsBeforeTheUpstreamCloses) {
+    start_with(1000); // Node says Keep-Alive: timeout=1 and closes after about a second
+    test_client c(port);
+    int errors = 0;
+    const auto until = steady::now() + 5s;
+    for (int i = 0; steady::now() < until; ++i) {
+        if (!c.send("GET /n HTTP/1.1\r\nHost: t\r\n\r\n")) {
+            ++errors;
+            break;
+        }
+        auto r = c.read_response();
+        if (!r || r->status != 200) ++errors;
+        std::this_thread::sleep_for(std::chrono::milliseconds(850 + (i % 5) * 75));
+    }
+    EXPECT_EQ(errors, 0);
+    EXPECT_EQ(metrics().errors_of(upstream::upstream_error::reset), 0);
+    // timeout=1 leaves no safe idle time (1 s minus a 1 s margin): never pooled.
+    EXPECT_GT(metrics().closes_of(upstream::upstream_close::keep_alive_hint), 0);
+}
+
+TEST_F(ProxyNodeTest, KeepAliveHintShortensTheIdleTime) {
+    start_with(3000); // timeout=3: pooled for 2 s
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_TRUE(c.read_response());
+    // The response may reach the client a moment before the connection is pooled.
+    EXPECT_TRUE(eventually([&] { return metrics().idle.get() == 1; }));
+    EXPECT_TRUE(eventually(
+        [&] { return metrics().closes_of(upstream::upstream_close::keep_alive_hint) == 1; }, 4s));
+    EXPECT_EQ(metrics().idle.get(), 0);
+}
+
+TEST_F(ProxyNodeTest, UpstreamDownGets502ThenIsSkippedWith503) {
+    ups.servers = {"127.0.0.1:1"}; // nothing listens there: refused
+    start();
+    auto r = get_once("/");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 502);
+    auto s = get_once("/");
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->status, 503);
+    EXPECT_EQ(metrics().errors_of(upstream::upstream_error::connect), 1);
+    EXPECT_EQ(metrics().busy.get(), 0);
+}
+
+TEST_F(ProxyNodeTest, ClientGoneMidResponseReleasesTheUpstreamConnection) {
+    start_with();
+    {
+        test_client c(port, 4096);
+        ASSERT_TRUE(c.send("GET /big?n=20000000 HTTP/1.1\r\nHost: t\r\n\r\n"));
+        std::this_thread::sleep_for(200ms);
+    }
+    EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
+    EXPECT_EQ(metrics().idle.get(), 0); // half-used: closed, never pooled
+    EXPECT_EQ(metrics().closes_of(upstream::upstream_close::error), 1);
+    auto r = get_once("/n");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "ok");
+}
+
+} // namespace
+} // namespace tarry::test

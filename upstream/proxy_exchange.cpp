@@ -1,0 +1,500 @@
+#include "proxy_exchange.hpp"
+
+#include "proxy_handler.hpp"
+
+#include <tarry/http/session.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <algorithm>
+#include <charconv>
+
+namespace tarry::upstream {
+
+namespace bh = boost::beast::http;
+
+namespace {
+
+bool is_idempotent(bh::verb m) noexcept {
+    switch (m) {
+    case bh::verb::get:
+    case bh::verb::head:
+    case bh::verb::options:
+    case bh::verb::trace:
+    case bh::verb::put:
+    case bh::verb::delete_:
+        return true;
+    default:
+        return false;
+    }
+}
+
+void append_number(std::string& out, std::uint64_t n, int base = 10) {
+    char digits[24];
+    const auto r = std::to_chars(digits, digits + sizeof digits, n, base);
+    out.append(digits, r.ptr);
+}
+
+void append_field(std::string& out, std::string_view name, std::string_view value) {
+    out.append(name);
+    out.append(": ");
+    out.append(value);
+    out.append("\r\n");
+}
+
+} // namespace
+
+proxy_exchange::proxy_exchange(boost::asio::io_context&, std::shared_ptr<proxy_handler> handler,
+                               http::exchange& ex)
+    : handler_(std::move(handler)), ex_(&ex) {}
+
+proxy_exchange::~proxy_exchange() {
+    if (conn_) drop_connection(upstream_close::error);
+}
+
+void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
+    self_ = std::move(self);
+    const http::request_head& req = ex_->request();
+    idempotent_ = is_idempotent(req.method);
+    head_request_ = req.method == bh::verb::head;
+    auto pool = handler_->pick();
+    build_request_head(pool ? pool->name() : std::string_view{});
+    ex_->defer(*this);
+    ex_->read_body(); // sends 100 Continue if the client asked: Expect is not forwarded
+    if (!pool) {
+        answer_error(503);
+        return;
+    }
+    pool->metrics().requests.add();
+    use(std::move(pool));
+}
+
+void proxy_exchange::build_request_head(std::string_view server) {
+    const http::request_head& req = ex_->request();
+    const std::string_view header = req.header;
+    const bool trust = handler_->settings().trust_forwarded;
+    std::string head;
+    head.reserve(header.size() + 128);
+    head.append(header.substr(0, header.find(' '))); // the method as the client spelled it
+    head.push_back(' ');
+    head.append(req.target);
+    head.append(" HTTP/1.1\r\n");
+    if (!req.host.empty())
+        append_field(head, "Host", req.host);
+    else
+        append_field(head, "Host", server.starts_with("unix:") ? "localhost" : server);
+    const std::string_view connection = http::find_field(header, "Connection");
+    std::string forwarded_for;
+    bool has_proto = false;
+    bool has_host = false;
+    std::string_view content_length;
+    bool chunked = false;
+    http::for_each_field(header, [&](std::string_view name, std::string_view value) {
+        if (boost::beast::iequals(name, "Content-Length")) content_length = value;
+        if (boost::beast::iequals(name, "Transfer-Encoding")) chunked = true;
+        if (hop_by_hop(name) || boost::beast::iequals(name, "Host") || listed_in(connection, name))
+            return;
+        if (boost::beast::iequals(name, "X-Forwarded-For")) {
+            if (trust) {
+                if (!forwarded_for.empty()) forwarded_for.append(", ");
+                forwarded_for.append(value);
+            }
+            return;
+        }
+        if (boost::beast::iequals(name, "X-Forwarded-Proto")) {
+            if (!trust) return;
+            has_proto = true;
+        }
+        if (boost::beast::iequals(name, "X-Forwarded-Host")) {
+            if (!trust) return;
+            has_host = true;
+        }
+        append_field(head, name, value);
+    });
+    if (const std::string_view peer = ex_->peer(); !peer.empty()) {
+        if (!forwarded_for.empty()) forwarded_for.append(", ");
+        forwarded_for.append(peer);
+    }
+    if (!forwarded_for.empty()) append_field(head, "X-Forwarded-For", forwarded_for);
+    if (!has_proto) append_field(head, "X-Forwarded-Proto", "http");
+    if (!has_host && !req.host.empty()) append_field(head, "X-Forwarded-Host", req.host);
+    if (chunked) {
+        chunked_up_ = true;
+        head.append("Transfer-Encoding: chunked\r\n");
+    } else if (!content_length.empty()) {
+        append_field(head, "Content-Length", content_length);
+    }
+    head.append("\r\n");
+    append_request(head);
+}
+
+void proxy_exchange::append_request(std::string_view bytes) {
+    pending_.append(bytes);
+    if (!replayable_) return;
+    if (replay_.size() + bytes.size() > max_replay) {
+        replayable_ = false;
+        std::string().swap(replay_);
+        return;
+    }
+    replay_.append(bytes);
+}
+
+void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
+    pool_ = std::move(pool);
+    ready_ = false;
+    if (auto c = fresh ? nullptr : pool_->take()) {
+        conn_ = std::move(c);
+        reused_ = true;
+        conn_->set_user(this);
+        connected();
+        return;
+    }
+    reused_ = false;
+    conn_ = pool_->open();
+    conn_->set_user(this);
+    connecting_ = true;
+    conn_->arm(handler_->settings().connect_timeout);
+    conn_->connect(pool_->endpoint());
+}
+
+void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
+    connecting_ = false;
+    if (ec) {
+        pool_->metrics().error(upstream_error::connect);
+        pool_->mark_failed();
+        drop_connection(upstream_close::error);
+        // Nothing was sent: another server may take it, whatever the method.
+        if (auto next = handler_->pick(pool_.get()); next && ++tries_ < 4) {
+            use(std::move(next));
+            return;
+        }
+        answer_error(502);
+        return;
+    }
+    connected();
+}
+
+void proxy_exchange::connected() {
+    ready_ = true;
+    ++conn_->uses;
+    parser_.emplace(*this);
+    if (head_request_) parser_->skip(true);
+    conn_->read(); // the upstream may answer before the request is whole
+    pump();
+}
+
+void proxy_exchange::pump() {
+    if (!conn_ || !ready_ || write_pending_) return;
+    if (!pending_.empty()) {
+        writing_.swap(pending_);
+        pending_.clear();
+        write_pending_ = true;
+        conn_->write(writing_);
+        if (body_paused_ && ex_ != nullptr && !done_) {
+            body_paused_ = false;
+            ex_->resume_body();
+        }
+    }
+    rearm();
+}
+
+void proxy_exchange::rearm() {
+    if (!conn_) return;
+    const upstream_settings& s = handler_->settings();
+    if (got_byte_) {
+        if (room_paused_)
+            conn_->disarm(); // the client's send_timeout watches the client
+        else
+            conn_->arm(s.read_timeout);
+    } else if (write_pending_) {
+        conn_->arm(s.send_timeout);
+    } else if (body_end_) {
+        conn_->arm(s.response_timeout);
+    } else {
+        conn_->disarm(); // waiting for the client's body: its body_timeout watches it
+    }
+}
+
+std::size_t proxy_exchange::on_body(std::string_view bytes) {
+    if (done_) return bytes.size(); // answered already: the rest is read and dropped
+    const std::size_t queued = pending_.size();
+    const std::size_t take =
+        queued >= max_pending ? 0 : std::min(bytes.size(), max_pending - queued);
+    if (take != 0) {
+        if (chunked_up_) {
+            std::string frame;
+            append_number(frame, take, 16);
+            frame.append("\r\n");
+            append_request(frame);
+            append_request(bytes.substr(0, take));
+            append_request("\r\n");
+        } else {
+            append_request(bytes.substr(0, take));
+        }
+    }
+    if (take < bytes.size()) body_paused_ = true;
+    pump();
+    return take;
+}
+
+void proxy_exchange::on_body_end() {
+    if (done_) {
+        release();
+        return;
+    }
+    if (chunked_up_) append_request("0\r\n\r\n");
+    body_end_ = true;
+    pump();
+}
+
+void proxy_exchange::on_written(const boost::system::error_code& ec) noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
+    write_pending_ = false;
+    if (ec) {
+        connection_failed(ec);
+        return;
+    }
+    writing_.clear();
+    try {
+        pump();
+    } catch (...) {
+        fail(502, upstream_error::reset);
+    }
+}
+
+void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n) noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
+    if (ec) {
+        if (ec == boost::asio::error::eof && parser_ && parser_->is_header_done() &&
+            !parser_->is_done()) {
+            // A body delimited by the close.
+            boost::system::error_code pec;
+            parser_->put_eof(pec);
+            if (!pec && parser_->is_done()) {
+                complete();
+                return;
+            }
+        }
+        connection_failed(ec);
+        return;
+    }
+    got_byte_ = true;
+    try {
+        rbuf_.append(conn_->buffer(), n);
+        if (!parse()) return;
+    } catch (...) {
+        fail(502, upstream_error::malformed);
+        return;
+    }
+    if (!conn_) return; // the client went away while we wrote to it
+    if (ex_ != nullptr && responded_ && ex_->room() < upstream_connection::read_size / 4) {
+        room_paused_ = true; // on_writable() reads on
+    } else {
+        conn_->read();
+    }
+    rearm();
+}
+
+/// Parses what rbuf_ holds. False when the exchange ended (completed or failed).
+bool proxy_exchange::parse() {
+    std::size_t used = 0;
+    while (used < rbuf_.size()) {
+        boost::system::error_code ec;
+        const bool had_header = parser_->is_header_done();
+        const std::size_t n = parser_->feed(rbuf_.data() + used, rbuf_.size() - used, ec);
+        used += n;
+        if (!conn_) return false; // the client went away while the body was written to it
+        if (ec == bh::error::need_more) break;
+        if (ec) {
+            fail(502, upstream_error::malformed);
+            return false;
+        }
+        if (!had_header && parser_->is_header_done()) {
+            const unsigned status = parser_->status();
+            if (status / 100 == 1) {
+                if (status == 101) { // no upgrade was asked: the Upgrade field is not forwarded
+                    fail(502, upstream_error::malformed);
+                    return false;
+                }
+                parser_.emplace(*this); // 100 Continue and friends: the client gets its own
+                if (head_request_) parser_->skip(true);
+                continue;
+            }
+            on_response_head();
+            if (!conn_) return false;
+            parser_->eager(true);
+        }
+        if (parser_->is_done()) {
+            rbuf_.erase(0, used);
+            complete();
+            return false;
+        }
+        if (n == 0) break;
+    }
+    rbuf_.erase(0, used);
+    if (!parser_->is_header_done() && rbuf_.size() > response_parser::max_header_bytes) {
+        fail(502, upstream_error::malformed);
+        return false;
+    }
+    return true;
+}
+
+void proxy_exchange::on_response_head() {
+    const std::string_view header = parser_->header();
+    const std::string_view connection = http::find_field(header, "Connection");
+    fields_.clear();
+    http::for_each_field(header, [&](std::string_view name, std::string_view value) {
+        if (hop_by_hop(name) || listed_in(connection, name)) return;
+        append_field(fields_, name, value);
+    });
+    http::response_head head;
+    head.status = parser_->status();
+    head.extra_fields = fields_;
+    head.server_date = false;
+    const auto length = parser_->content_length();
+    if (length) {
+        head.content_length = *length;
+    } else if (head_request_ || head.status == 204 || head.status == 304) {
+        head.content_length = 0;
+    } else {
+        head.length_unknown = true;
+    }
+    responded_ = true;
+    if (ex_ != nullptr) ex_->respond(head);
+}
+
+void proxy_exchange::on_response_body(std::string_view bytes) {
+    if (ex_ != nullptr) ex_->write(bytes);
+}
+
+void proxy_exchange::complete() noexcept {
+    const upstream_settings& s = handler_->settings();
+    // Reusable only when both directions ended cleanly: the whole request went out and the
+    // whole response came back, on a connection the upstream keeps open.
+    const bool reusable = conn_ && parser_->keep_alive() && body_end_ && !write_pending_ &&
+                          pending_.empty() && rbuf_.empty() && conn_->is_open();
+    if (reusable) {
+        auto keep = s.idle_timeout;
+        bool hinted = false;
+        const auto hint = keep_alive_timeout(http::find_field(parser_->header(), "Keep-Alive"));
+        if (hint >= 0) {
+            // Retire it before the upstream would: N seconds less 1 s or 10 %.
+            const auto n = std::chrono::seconds(hint);
+            const auto margin =
+                std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(1), n / 10);
+            if (n - margin < keep) {
+                keep = n - margin;
+                hinted = true;
+            }
+        }
+        conn_->set_user(nullptr);
+        try {
+            pool_->give_back(std::move(conn_), keep, hinted);
+        } catch (...) {
+            if (conn_) drop_connection(upstream_close::error);
+        }
+        conn_.reset();
+    } else if (conn_) {
+        drop_connection(upstream_close::upstream_close);
+    }
+    done_ = true;
+    if (ex_ != nullptr) {
+        http::exchange* e = ex_;
+        if (body_end_) ex_ = nullptr;
+        try {
+            e->finish();
+        } catch (...) {
+        }
+    }
+    if (body_end_) release();
+}
+
+void proxy_exchange::connection_failed(const boost::system::error_code& ec) noexcept {
+    // A reused connection that died before any byte of the response came back: the upstream
+    // closed it as we sent (the keep-alive race). Replay once, if that is safe.
+    if (reused_ && !got_byte_ && !retried_ && idempotent_ && replayable_ &&
+        ec != boost::asio::error::operation_aborted) {
+        retried_ = true;
+        pool_->metrics().retries.add();
+        drop_connection(upstream_close::upstream_close);
+        pending_ = replay_;
+        writing_.clear();
+        write_pending_ = false;
+        rbuf_.clear();
+        try {
+            use(pool_, true); // its idle neighbours may be as stale
+        } catch (...) {
+            fail(502, upstream_error::reset);
+        }
+        return;
+    }
+    fail(502, upstream_error::reset);
+}
+
+void proxy_exchange::on_timeout() noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
+    if (connecting_) pool_->mark_failed();
+    fail(504, upstream_error::timeout);
+}
+
+void proxy_exchange::fail(unsigned status, upstream_error kind) noexcept {
+    if (pool_) pool_->metrics().error(kind);
+    drop_connection(upstream_close::error);
+    if (ex_ == nullptr) {
+        release();
+        return;
+    }
+    if (!responded_) {
+        answer_error(status);
+        return;
+    }
+    // The client has part of the response: only closing its connection tells it.
+    http::exchange* e = ex_;
+    ex_ = nullptr;
+    done_ = true;
+    e->abort();
+    release();
+}
+
+void proxy_exchange::answer_error(unsigned status) noexcept {
+    done_ = true;
+    if (ex_ != nullptr) {
+        http::exchange* e = ex_;
+        if (body_end_) ex_ = nullptr;
+        try {
+            e->respond_text(status, http::reason(status));
+        } catch (...) {
+        }
+    }
+    if (body_end_) release();
+}
+
+void proxy_exchange::drop_connection(upstream_close why) noexcept {
+    if (!conn_) return;
+    pool_->discard(*conn_, why);
+    conn_.reset();
+    ready_ = false;
+}
+
+void proxy_exchange::on_writable() noexcept {
+    const auto hold = self_; // the exchange may call on_abort() from within
+    if (!room_paused_ || !conn_) return;
+    room_paused_ = false;
+    conn_->read();
+    rearm();
+}
+
+void proxy_exchange::on_abort() noexcept {
+    ex_ = nullptr;
+    drop_connection(upstream_close::error); // never pool a half-used connection
+    release();
+}
+
+void proxy_exchange::release() noexcept {
+    auto keep = std::move(self_); // destroyed when this returns
+}
+
+} // namespace tarry::upstream

@@ -1,0 +1,69 @@
+#include "upstream_connection.hpp"
+
+#include "upstream_pool.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/write.hpp>
+
+namespace tarry::upstream {
+
+upstream_connection::upstream_connection(boost::asio::io_context& io,
+                                         timeouts::timeout_registry& registry,
+                                         std::weak_ptr<upstream_pool> pool)
+    : sock_(io), registry_(registry), pool_(std::move(pool)),
+      entry_(timeouts::member_callback<&upstream_connection::on_expire>, this) {}
+
+void upstream_connection::connect(const endpoint_type& to) {
+    sock_.async_connect(to, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (self->user_ != nullptr) self->user_->on_connected(ec);
+    });
+}
+
+void upstream_connection::write(std::string_view bytes) {
+    boost::asio::async_write(
+        sock_, boost::asio::buffer(bytes.data(), bytes.size()),
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            if (self->user_ != nullptr) self->user_->on_written(ec);
+        });
+}
+
+void upstream_connection::read() {
+    if (reading_ || !sock_.is_open()) return;
+    if (!buf_) buf_ = std::make_unique<char[]>(read_size);
+    reading_ = true;
+    sock_.async_read_some(
+        boost::asio::buffer(buf_.get(), read_size),
+        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+            self->reading_ = false;
+            if (self->user_ != nullptr) {
+                self->user_->on_read(ec, n);
+            } else if (ec != boost::asio::error::operation_aborted) {
+                // Idle in the pool: any byte, EOF or error means it can no longer be used.
+                if (auto pool = self->pool_.lock()) pool->on_idle_event(*self, ec);
+            }
+        });
+}
+
+void upstream_connection::arm(timeouts::clock::duration d) {
+    if (entry_.enrolled() && entry_.idle_timeout() == d) {
+        touch();
+        return;
+    }
+    registry_.enroll(entry_, d);
+}
+
+void upstream_connection::close() noexcept {
+    disarm();
+    boost::system::error_code ignored;
+    sock_.close(ignored);
+}
+
+void upstream_connection::on_expire() noexcept {
+    if (user_ != nullptr) {
+        user_->on_timeout();
+        return;
+    }
+    if (auto pool = pool_.lock()) pool->on_idle_expired(*this);
+}
+
+} // namespace tarry::upstream

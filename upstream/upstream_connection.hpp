@@ -1,0 +1,84 @@
+#pragma once
+
+#include <tarry/timeouts/idle_entry.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
+
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace tarry::upstream {
+
+class upstream_pool;
+
+/// Who an upstream connection reports to while it carries a request (a proxied exchange).
+class connection_user {
+public:
+    virtual void on_connected(const boost::system::error_code& ec) noexcept = 0;
+    virtual void on_written(const boost::system::error_code& ec) noexcept = 0;
+    virtual void on_read(const boost::system::error_code& ec, std::size_t n) noexcept = 0;
+    /// The current phase's timeout expired; the socket is still open.
+    virtual void on_timeout() noexcept = 0;
+
+protected:
+    connection_user() = default;
+    connection_user(const connection_user&) = default;
+    connection_user& operator=(const connection_user&) = default;
+    ~connection_user() = default;
+};
+
+/// One connection to one upstream server, on a plain Asio socket (TCP or a unix socket through
+/// the generic protocol). It has one timeout entry, enrolled for whatever it waits for now:
+/// the connect, a write, the first response byte, the next response bytes, or its time idle
+/// in the pool. Completions go to its user while it carries a request, to its pool while idle.
+/// Asynchronous operations hold it by shared_ptr, so it outlives its pool and its user.
+class upstream_connection : public std::enable_shared_from_this<upstream_connection> {
+public:
+    using socket_type = boost::asio::generic::stream_protocol::socket;
+    using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
+    static constexpr std::size_t read_size = 64 * std::size_t{1024};
+
+    upstream_connection(boost::asio::io_context& io, timeouts::timeout_registry& registry,
+                        std::weak_ptr<upstream_pool> pool);
+    upstream_connection(const upstream_connection&) = delete;
+    upstream_connection& operator=(const upstream_connection&) = delete;
+    ~upstream_connection() = default;
+
+    void connect(const endpoint_type& to);
+    /// Writes all of `bytes`, which must stay alive until on_written.
+    void write(std::string_view bytes);
+    /// Reads up to read_size bytes into buffer(); no effect if a read is pending already.
+    void read();
+
+    /// Enrolls the timeout entry for `d` (the current phase), or touches it if already so.
+    void arm(timeouts::clock::duration d);
+    void touch() noexcept { timeouts::timeout_registry::touch(entry_); }
+    void disarm() noexcept { timeouts::timeout_registry::unenroll(entry_); }
+
+    void set_user(connection_user* u) noexcept { user_ = u; }
+    [[nodiscard]] connection_user* user() const noexcept { return user_; }
+    void close() noexcept;
+    [[nodiscard]] bool is_open() const noexcept { return sock_.is_open(); }
+    [[nodiscard]] bool reading() const noexcept { return reading_; }
+
+    /// The bytes of the last read.
+    [[nodiscard]] const char* buffer() const noexcept { return buf_.get(); }
+    /// Requests this connection carried (1 on its first).
+    std::uint64_t uses = 0;
+
+private:
+    void on_expire() noexcept;
+
+    socket_type sock_;
+    timeouts::timeout_registry& registry_;
+    std::weak_ptr<upstream_pool> pool_;
+    timeouts::idle_entry entry_;
+    std::unique_ptr<char[]> buf_;
+    connection_user* user_ = nullptr;
+    bool reading_ = false;
+};
+
+} // namespace tarry::upstream

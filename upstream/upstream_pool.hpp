@@ -1,0 +1,83 @@
+#pragma once
+
+#include "upstream_connection.hpp"
+#include "upstream_metrics.hpp"
+#include "upstream_settings.hpp"
+
+#include <tarry/timeouts/timeout_registry.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tarry::upstream {
+
+/// Parses a server address of upstream_settings::servers. Throws std::invalid_argument.
+upstream_connection::endpoint_type parse_endpoint(const std::string& server);
+
+/// One worker's connections to one upstream server: the idle ones, and counts of the busy.
+///
+/// Idle connections are kept most recently used last: a request takes the tail (its socket is
+/// the warmest, and the upstream is least likely to be closing it), while the oldest, at the
+/// head, are the first to expire through their own timeout entry. Each idle connection keeps a
+/// read pending, so an upstream that closes it (EOF, reset) takes it out of the pool at once
+/// instead of at the next request. Nothing is shared across threads.
+class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
+public:
+    upstream_pool(boost::asio::io_context& io, timeouts::timeout_registry& registry,
+                  const upstream_settings& settings, std::string name);
+    upstream_pool(const upstream_pool&) = delete;
+    upstream_pool& operator=(const upstream_pool&) = delete;
+    ~upstream_pool();
+
+    /// The most recently used idle connection, or null. It counts as busy.
+    std::shared_ptr<upstream_connection> take();
+    /// A new, unconnected connection. It counts as busy.
+    std::shared_ptr<upstream_connection> open();
+    /// A busy connection whose exchange completed with keep-alive: idle for `keep` (the
+    /// configured idle timeout, shortened by the upstream's hint if `hinted`).
+    void give_back(std::shared_ptr<upstream_connection> c, timeouts::clock::duration keep,
+                   bool hinted);
+    /// A busy connection that will not be reused: closed and counted.
+    void discard(upstream_connection& c, upstream_close why) noexcept;
+
+    /// Closes the idle connections, and from now on every connection given back.
+    void stop() noexcept;
+
+    /// Passive health: a server that refused or timed out is skipped for fail_timeout.
+    void mark_failed() noexcept;
+    [[nodiscard]] bool down() const noexcept;
+
+    void on_idle_event(upstream_connection& c, const boost::system::error_code& ec) noexcept;
+    void on_idle_expired(upstream_connection& c) noexcept;
+
+    [[nodiscard]] const upstream_connection::endpoint_type& endpoint() const noexcept {
+        return endpoint_;
+    }
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] std::size_t idle_count() const noexcept { return idle_.size(); }
+    [[nodiscard]] std::size_t busy_count() const noexcept { return busy_; }
+    [[nodiscard]] upstream_metrics& metrics() noexcept { return metrics_; }
+
+private:
+    struct idle_conn {
+        std::shared_ptr<upstream_connection> conn;
+        bool hinted;
+    };
+    void remove_idle(upstream_connection& c, upstream_close why) noexcept;
+
+    boost::asio::io_context& io_;
+    timeouts::timeout_registry& registry_;
+    const upstream_settings& settings_;
+    std::string name_;
+    upstream_connection::endpoint_type endpoint_;
+    std::vector<idle_conn> idle_; ///< oldest first
+    std::size_t busy_ = 0;
+    bool stopped_ = false;
+    timeouts::clock::time_point down_until_{};
+    upstream_metrics metrics_;
+};
+
+} // namespace tarry::upstream
