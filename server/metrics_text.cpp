@@ -2,6 +2,8 @@
 
 #include "worker.hpp"
 
+#include <tarry/upstream/proxy_handler.hpp>
+
 #include <fmt/format.h>
 
 #include <map>
@@ -20,6 +22,62 @@ template <class F> std::int64_t sum(const std::vector<worker*>& ws, F f) {
     return n;
 }
 
+/// Upstream pools (the proxy), summed over workers, by server. Counters of routes a reload
+/// replaced are not carried over: they restart with the new pools.
+void render_upstreams(std::string& out, const std::vector<worker_snapshot>& snaps) {
+    std::map<std::string, upstream_sample> all;
+    for (const auto& s : snaps) {
+        for (const auto& [name, u] : s.upstreams) {
+            upstream_sample& t = all[name];
+            t.idle += u.idle;
+            t.busy += u.busy;
+            t.opened += u.opened;
+            t.reused += u.reused;
+            t.requests += u.requests;
+            t.retries += u.retries;
+            for (std::size_t i = 0; i < t.errors.size(); ++i)
+                t.errors[i] += u.errors[i];
+            for (std::size_t i = 0; i < t.closes.size(); ++i)
+                t.closes[i] += u.closes[i];
+        }
+    }
+    if (all.empty()) return;
+    family(out, "tarry_upstream_connections", "gauge", "Upstream connections, idle or busy.");
+    for (const auto& [name, u] : all)
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_upstream_connections{{server=\"{0}\",state=\"idle\"}} {1}\n"
+                       "tarry_upstream_connections{{server=\"{0}\",state=\"busy\"}} {2}\n",
+                       name, u.idle, u.busy);
+    const auto each = [&](std::string_view metric, std::string_view help, auto value) {
+        family(out, metric, "counter", help);
+        for (const auto& [name, u] : all)
+            fmt::format_to(std::back_inserter(out), "{}{{server=\"{}\"}} {}\n", metric, name,
+                           value(u));
+    };
+    each("tarry_upstream_connections_opened_total", "Upstream connections opened.",
+         [](const upstream_sample& u) { return u.opened; });
+    each("tarry_upstream_reused_total", "Requests sent on a pooled connection.",
+         [](const upstream_sample& u) { return u.reused; });
+    each("tarry_upstream_requests_total", "Requests sent upstream (first attempts).",
+         [](const upstream_sample& u) { return u.requests; });
+    each("tarry_upstream_retries_total",
+         "Idempotent requests replayed once after a reused connection died unanswered.",
+         [](const upstream_sample& u) { return u.retries; });
+    family(out, "tarry_upstream_errors_total", "counter", "Upstream failures, by kind.");
+    for (const auto& [name, u] : all)
+        for (std::size_t i = 0; i < u.errors.size(); ++i)
+            fmt::format_to(std::back_inserter(out),
+                           "tarry_upstream_errors_total{{server=\"{}\",kind=\"{}\"}} {}\n", name,
+                           upstream::upstream_error_names[i], u.errors[i]);
+    family(out, "tarry_upstream_closes_total", "counter",
+           "Upstream connections closed, by reason.");
+    for (const auto& [name, u] : all)
+        for (std::size_t i = 0; i < u.closes.size(); ++i)
+            fmt::format_to(std::back_inserter(out),
+                           "tarry_upstream_closes_total{{server=\"{}\",reason=\"{}\"}} {}\n", name,
+                           upstream::upstream_close_names[i], u.closes[i]);
+}
+
 } // namespace
 
 worker_snapshot take_snapshot(worker& w) {
@@ -28,6 +86,26 @@ worker_snapshot take_snapshot(worker& w) {
         [&](timeouts::idle_list& l) { s.lists.emplace_back(l.timeout(), l.size()); });
     s.expiry = w.registry().stats();
     s.date_refreshes = w.date().cache().refreshes();
+    if (const http::router* r = w.settings().session.routes) {
+        for (const auto& route : r->routes()) {
+            const auto* proxy = dynamic_cast<const upstream::proxy_handler*>(route.target.get());
+            if (proxy == nullptr) continue;
+            for (const auto& pool : proxy->pools()) {
+                upstream_sample& u = s.upstreams[pool->name()];
+                upstream::upstream_metrics& m = pool->metrics();
+                u.idle += m.idle.get();
+                u.busy += m.busy.get();
+                u.opened += m.opened.get();
+                u.reused += m.reused.get();
+                u.requests += m.requests.get();
+                u.retries += m.retries.get();
+                for (std::size_t i = 0; i < u.errors.size(); ++i)
+                    u.errors[i] += m.errors[i].get();
+                for (std::size_t i = 0; i < u.closes.size(); ++i)
+                    u.closes[i] += m.closes[i].get();
+            }
+        }
+    }
     return s;
 }
 
@@ -110,6 +188,7 @@ std::string render_metrics(const std::vector<worker*>& ws,
                    cumulative, static_cast<double>(expiry.late_sum_us) / 1e6, expiry.expired);
     counter_line("tarry_date_refreshes_total", "counter",
                  "Times the cached Date value was rebuilt.", static_cast<std::int64_t>(refreshes));
+    render_upstreams(out, snaps);
     return out;
 }
 

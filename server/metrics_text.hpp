@@ -1,5 +1,11 @@
 #pragma once
 
+#include <tarry/upstream/upstream_metrics.hpp>
+
+#include <array>
+#include <map>
+#include <string>
+
 #include "worker_metrics.hpp"
 
 #include <tarry/timeouts/expiry_stats.hpp>
@@ -17,10 +23,18 @@ class worker;
 /// What the metrics endpoint reads from one worker. Counters are atomics and could be read
 /// from anywhere; the timeout lists and expiry statistics belong to the worker's thread, so a
 /// snapshot is taken there (posted) and handed back.
+/// One upstream server's counters in one worker, copied on that worker's thread.
+struct upstream_sample {
+    std::int64_t idle = 0, busy = 0, opened = 0, reused = 0, requests = 0, retries = 0;
+    std::array<std::int64_t, static_cast<std::size_t>(upstream::upstream_error::count_)> errors{};
+    std::array<std::int64_t, static_cast<std::size_t>(upstream::upstream_close::count_)> closes{};
+};
+
 struct worker_snapshot {
     std::vector<std::pair<timeouts::clock::duration, std::size_t>> lists; ///< duration, length
     timeouts::expiry_stats expiry;
     std::uint64_t date_refreshes = 0;
+    std::map<std::string, upstream_sample> upstreams; ///< by server ("127.0.0.1:3000")
 };
 
 /// Taken on the worker's own thread.
