@@ -2,7 +2,7 @@
 
 // The server in-process on 127.0.0.1:0 with the proxy mounted at "/", in front of a backend
 // (a Node.js child process or a thread of the test). Every wait is bounded.
-#include "server/test_client.hpp"
+#include "server/server_fixture.hpp"
 
 #include <tarry/server/server.hpp>
 #include <tarry/upstream/proxy_handler.hpp>
@@ -80,50 +80,24 @@ inline std::int64_t rss_kib() {
     return 0;
 }
 
-class ProxyTest : public ::testing::Test {
+/// The server in-process (tests/server/server_fixture.hpp) with every request proxied to `ups`.
+class ProxyTest : public ServerTest {
 protected:
-    server::config cfg;
     upstream::upstream_settings ups;
     std::shared_ptr<upstream::proxy_handler> proxy; ///< the one worker's
-    std::unique_ptr<server::server> srv;
-    std::thread runner;
-    std::uint16_t port = 0;
 
-    ProxyTest() {
-        cfg.listen = {{"127.0.0.1", 0}};
-        cfg.workers = 1;
-        cfg.drain_timeout = 5s;
-        cfg.max_body_bytes = std::size_t{1} << 30;
-    }
+    ProxyTest() { cfg.max_body_bytes = std::size_t{1} << 30; }
 
     void start() {
-        std::vector<server::custom_route> custom{{"/", [this](server::handler_context& h) {
-                                                      proxy = upstream::make_proxy_handler(
-                                                          h.io, h.registry, ups);
-                                                      return proxy;
-                                                  }}};
-        srv = std::make_unique<server::server>(cfg, std::vector<std::string>{}, custom);
-        port = srv->endpoints().at(0).port();
-        runner = std::thread([this] { srv->run(); });
-    }
-
-    void TearDown() override {
-        if (!srv) return;
-        srv->stop();
-        runner.join();
+        custom.push_back({"/", [this](server::handler_context& h) {
+                              proxy = upstream::make_proxy_handler(h.io, h.registry, ups);
+                              return proxy;
+                          }});
+        ServerTest::start();
     }
 
     upstream::upstream_metrics& metrics(std::size_t server = 0) {
         return proxy->pools().at(server)->metrics();
-    }
-
-    template <class Pred> static bool eventually(Pred pred, steady::duration limit = 5s) {
-        const auto deadline = steady::now() + limit;
-        while (!pred()) {
-            if (steady::now() > deadline) return false;
-            std::this_thread::sleep_for(5ms);
-        }
-        return true;
     }
 
     /// One GET on a fresh connection.
