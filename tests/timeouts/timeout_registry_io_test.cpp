@@ -161,6 +161,8 @@ TEST_F(TimeoutRegistryOomTest, OneFailedPostThenBatchesResumeYielding) {
     std::deque<timed_probe> probes(100);
     for (auto& p : probes)
         reg.enroll(p.entry, 5ms);
+    // All due by the first wake, or a late one re-arms and counts one more wakeup.
+    std::this_thread::sleep_for(20ms);
     detail::fault_injection::failing_posts = 1;
     io.run();
     EXPECT_EQ(reg.stats().expired, 100U);
