@@ -9,7 +9,7 @@ namespace tarry::http {
 /// A per-thread free list of T, so that per-request state (parsers, buffers) costs no heap
 /// operation on the hot path, and idle connections hold none of it: they give it back between
 /// requests and take it again when bytes arrive. Each worker is one thread, so no locks.
-template <class T, std::size_t MaxKept = 4096> class recycler {
+template <class T, std::size_t MaxKept> class recycler {
 public:
     using pointer = std::unique_ptr<T>;
 

@@ -195,7 +195,7 @@ private:
         session* owner = nullptr;
         std::size_t on_body(std::string_view bytes) override;
     };
-    using states = recycler<request_state>;
+    using states = recycler<request_state, 256>;
 
     void dispatch();
     void start_response(response_head& head);
