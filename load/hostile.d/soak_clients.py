@@ -11,12 +11,20 @@ bounds how long the clients wait for the server to close them.
 
   stall      half send nothing, half a request line and part of a header, then wait: the
              server must close them by header_timeout (silently / with 408)
-  body       a POST whose body stops after 10 of 100 bytes: body_timeout, 408
+  body       a POST to a file whose body stops after 10 of 100 bytes: 405 at once (files take
+             no body), then the server lingers, discarding, until lingering_timeout
   malformed  one of six invalid requests: 400 (or 505) and close
   reset      close with SO_LINGER 0 (RST): after a response, mid-request, or with 32 pipelined
              requests unread
   sendstall  a small receive buffer, GET --big-path (a file larger than the socket buffers,
              served from the docroot), never read: the server must close them by send_timeout
+  crlf       after a response, "\r\n" every timeout/3 s: tolerated, not activity, so the
+             server must still close them by keep_alive_timeout (kept_alive counts those still
+             open --timeout + 4 s after their response; on a saturated machine a close can be
+             seen a second or more late, so nothing finer is judged here)
+  pipepart   pipelining for 2 s, each write one and a half requests: every request answered
+  blind      a 2 MiB body sent whole before reading, against the 1 MiB max_body_bytes: the
+             server answers 4xx at the header and lingers, so the status arrives, no reset
 
 Loopback targets only.
 """
@@ -155,6 +163,76 @@ class Clients:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()
 
+    async def crlf(self, i: int) -> None:
+        reader, writer = await self.connect()
+        writer.write(GET)
+        async with asyncio.timeout(self.wait_limit):
+            await reader.readuntil(b"Hello, World!")
+        answered = time.monotonic()
+        how = "timeout"
+        try:
+            async with asyncio.timeout(self.wait_limit):
+                while True:
+                    try:
+                        async with asyncio.timeout(self.timeout / 3):
+                            if not await reader.read(1024):
+                                how = "eof"
+                                break
+                    except TimeoutError:
+                        writer.write(b"\r\n")
+                        await writer.drain()
+        except TimeoutError:
+            pass
+        except (ConnectionResetError, BrokenPipeError):
+            how = "reset"
+        writer.close()
+        stats[f"crlf_{how}"] += 1
+        if how == "timeout":  # still open timeout + 4 s after the response: the CRLFs kept it
+            stats["crlf_kept_alive"] += 1
+        else:
+            lived_ms = int((time.monotonic() - answered) * 1000)
+            stats["crlf_lived_max_ms"] = max(stats["crlf_lived_max_ms"], lived_ms)
+
+    async def pipepart(self, i: int) -> None:
+        reader, writer = await self.connect()
+        step = len(GET) + len(GET) // 2
+        buf, written = b"", 0
+        stop = time.monotonic() + 2.0
+        while time.monotonic() < stop:
+            while len(buf) < step:
+                buf += GET
+            chunk, buf = buf[:step], buf[step:]
+            writer.write(chunk)
+            written += len(chunk)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        writer.write(buf)
+        sent = (written + len(buf)) // len(GET)
+        answered = 0
+        async with asyncio.timeout(self.wait_limit):
+            while answered < sent:
+                await reader.readuntil(b"Hello, World!")
+                answered += 1
+        writer.close()
+        stats["pipepart_sent"] += sent
+        stats["pipepart_answered"] += answered
+
+    async def blind(self, i: int) -> None:
+        reader, writer = await self.connect()
+        size = 2 << 20
+        writer.write(b"POST / HTTP/1.1\r\nHost: soak\r\nContent-Length: %d\r\n\r\n" % size)
+        block = b"b" * 65536
+        try:
+            for _ in range(size // len(block)):
+                writer.write(block)
+                await writer.drain()
+            async with asyncio.timeout(self.wait_limit):
+                head = await reader.readuntil(b"\r\n\r\n")
+            stats[f"blind_status_{status_of(head)}"] += 1
+        except (ConnectionResetError, BrokenPipeError):
+            stats["blind_reset"] += 1
+        writer.close()
+
 
 async def guarded(kind: str, coro) -> None:
     stats[f"{kind}_opened"] += 1
@@ -200,6 +278,9 @@ async def main() -> int:
     ap.add_argument("--malformed-rate", type=float, default=150)
     ap.add_argument("--reset-rate", type=float, default=150)
     ap.add_argument("--sendstall-rate", type=float, default=5)
+    ap.add_argument("--crlf-rate", type=float, default=20)
+    ap.add_argument("--pipepart-rate", type=float, default=5)
+    ap.add_argument("--blind-rate", type=float, default=5)
     ap.add_argument("--big-path", default="/big.bin",
                     help="a file larger than the socket buffers, for sendstall")
     args = ap.parse_args()
@@ -219,6 +300,9 @@ async def main() -> int:
         spawn("malformed", args.malformed_rate, c.malformed, deadline),
         spawn("reset", args.reset_rate, c.reset, deadline),
         spawn("sendstall", args.sendstall_rate, c.sendstall, deadline),
+        spawn("crlf", args.crlf_rate, c.crlf, deadline),
+        spawn("pipepart", args.pipepart_rate, c.pipepart, deadline),
+        spawn("blind", args.blind_rate, c.blind, deadline),
     )
     for key in sorted(stats):
         print(key, stats[key])
