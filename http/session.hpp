@@ -188,7 +188,7 @@ public:
 
 private:
     friend class exchange;
-    struct request_state : request_body_sink {
+    struct request_state final : request_body_sink {
         request_head head;
         std::optional<request_parser> parser;
         std::shared_ptr<handler> held; ///< the route's handler, while an answer is deferred
