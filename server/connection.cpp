@@ -87,9 +87,10 @@ std::string_view connection::date() noexcept {
 }
 
 std::string_view connection::peer() noexcept {
-    // One buffer per thread: a connection keeps no address of its own (idle memory counts),
-    // and the few handlers that want it (a proxy's X-Forwarded-For) copy it at once.
-    thread_local char text[INET6_ADDRSTRLEN];
+    // Asked for by the few handlers that want it (a proxy's X-Forwarded-For, on every request
+    // of the connection): looked up and kept on the first ask, so idle connections of other
+    // routes hold no address, and a proxied one makes the system call once.
+    if (peer_) return peer_.get();
     sockaddr_storage a{};
     socklen_t len = sizeof a;
     if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return {};
@@ -98,14 +99,44 @@ std::string_view connection::peer() noexcept {
         addr = &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr;
     else if (a.ss_family == AF_INET6)
         addr = &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
-    if (addr == nullptr || ::inet_ntop(a.ss_family, addr, text, sizeof text) == nullptr) return {};
-    return text;
+    if (addr == nullptr) return {};
+    try {
+        peer_ = std::make_unique<char[]>(INET6_ADDRSTRLEN);
+    } catch (...) {
+        return {};
+    }
+    if (::inet_ntop(a.ss_family, addr, peer_.get(), INET6_ADDRSTRLEN) == nullptr) {
+        peer_.reset();
+        return {};
+    }
+    return peer_.get();
 }
 
 void connection::wake() noexcept {
     if (closed_) return;
     if (driving_) {
         woken_ = true; // drive() parses again before it returns
+        return;
+    }
+    if (wake_posted_) return;
+    // A handler answering later (a proxy's upstream response) usually has more to say in the
+    // same turn of the loop: a head, then a body, then the end. One drive after all of it sends
+    // them in one system call, not one each.
+    try {
+        boost::asio::post(ctx_.io, [self = connection_ptr(this)] {
+            self->wake_posted_ = false;
+            if (self->closed_) return;
+            self->run_drive();
+        });
+        wake_posted_ = true;
+    } catch (...) {
+        run_drive(); // could not queue it: drive now
+    }
+}
+
+void connection::run_drive() noexcept {
+    if (driving_) {
+        woken_ = true;
         return;
     }
     want_read_ = want_write_ = false;
@@ -411,7 +442,7 @@ void connection::on_timeout() noexcept {
         if (input_waiting()) {
             ctx_.metrics.saved_at_timeout.add();
             readable_ = true;
-            wake();
+            run_drive();
             return;
         }
         close(close_reason::keep_alive_timeout);

@@ -99,6 +99,7 @@ public:
 
 private:
     void drive(bool fresh = true);
+    void run_drive() noexcept;
     bool read_some();
     bool write_pending();
     bool send_file();
@@ -114,6 +115,7 @@ private:
     http::session session_;
     std::unique_ptr<in_buffer> in_;    ///< request bytes; only while a request is in progress
     std::unique_ptr<std::string> out_; ///< queued responses; only while some are
+    std::unique_ptr<char[]> peer_;     ///< the client's address as text, once a handler asked
     std::uint32_t in_len_ = 0;         ///< bytes in in_ (bounded by the buffer size)
     std::uint64_t answered_ = 0;       ///< session_.requests() at the last wait
     timeouts::clock::time_point phase_start_{}; ///< when the current phase began
@@ -131,6 +133,7 @@ private:
     bool want_write_ = false;
     bool driving_ = false; ///< drive() is on the stack: a wake() only asks it to parse again
     bool woken_ = false;
+    bool wake_posted_ = false; ///< a drive for a handler's news is queued on the loop
 };
 
 /// The worker's live connections (unlinked automatically when a connection is freed).
