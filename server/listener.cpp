@@ -1,6 +1,7 @@
 #include "listener.hpp"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -91,12 +92,21 @@ void listener::accept_all() noexcept {
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
         if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
         metrics_.accept_errors.add();
-        if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) &&
-            target_.relieve_pressure())
-            continue; // a descriptor was just freed
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            // accept4 takes a descriptor before it looks at the queue, so it says EMFILE with
+            // nobody waiting too (after every accept at the limit): free one only for a
+            // connection that is there, else wait for the next one's edge.
+            if (!connection_waiting()) return;
+            if (target_.free_descriptor()) continue;
+        }
         pause();
         return;
     }
+}
+
+bool listener::connection_waiting() const noexcept {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
 void listener::pause() noexcept {

@@ -16,8 +16,12 @@ class accept_target {
 public:
     virtual void accept(int fd) noexcept = 0;
     [[nodiscard]] virtual bool at_connection_limit() const noexcept = 0;
-    /// Closes an idle connection to free a descriptor. Returns whether it did.
+    /// Closes an idle client connection, to stay within the connection limit. Returns whether
+    /// it did.
     virtual bool relieve_pressure() noexcept = 0;
+    /// Out of descriptors: closes something idle (an idle upstream connection first, then a
+    /// client connection as relieve_pressure does). Returns whether it did.
+    virtual bool free_descriptor() noexcept = 0;
 
 protected:
     accept_target() = default;
@@ -53,6 +57,7 @@ public:
 private:
     void accept_all() noexcept;
     void pause() noexcept;
+    [[nodiscard]] bool connection_waiting() const noexcept;
 
     poller& poll_;
     worker_metrics& metrics_;

@@ -175,6 +175,29 @@ TEST_F(HardeningTest, PressureReclaimsSilentConnectionsOldestFirst) {
     EXPECT_GE(closes(*srv, close_reason::pressure), 1);
 }
 
+TEST_F(HardeningTest, OutOfDescriptorsEachNewcomerCostsOneIdleConnection) {
+    cfg.header_timeout = 30s;
+    start();
+    std::vector<std::unique_ptr<test_client>> silent;
+    for (int i = 0; i < 4; ++i)
+        silent.push_back(std::make_unique<test_client>(port));
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 4; }));
+    std::optional<response> r;
+    {
+        const descriptor_limit limit; // the newcomer's socket, and none for the server's accept
+        test_client c(port);
+        if (c.send(get)) r = c.read_response(2s);
+    }
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    // accept4 says EMFILE after every accept at the limit, a connection waiting or not: only
+    // the newcomer may cost an idle connection.
+    EXPECT_EQ(closes(*srv, close_reason::pressure), 1);
+    EXPECT_TRUE(silent.front()->wait_closed(2s));
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(srv->workers()[0]->connections(), 3);
+}
+
 TEST_F(HardeningTest, PressureSparesAConnectionMidRequest) {
     cfg.max_connections = 2;
     cfg.header_timeout = 30s;

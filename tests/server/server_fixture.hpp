@@ -8,6 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,6 +27,43 @@ inline std::int64_t closes(server::server& s, server::close_reason r) {
         n += w->metrics().closes[static_cast<std::size_t>(r)].get();
     return n;
 }
+
+/// The process at its open-file limit but for `spare` descriptors, until destroyed: every
+/// number up to the limit is taken (holes filled with /dev/null) but the last `spare`. The
+/// test's next sockets take those; the server's next accept then finds none (EMFILE).
+class descriptor_limit {
+public:
+    explicit descriptor_limit(int spare = 1) {
+        int highest = 0;
+        for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+            highest = std::max(highest, std::stoi(e.path().filename().string()));
+        for (;;) {
+            const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (fd < 0) return;
+            fillers_.push_back(fd);
+            if (fd > highest) break;
+        }
+        ::getrlimit(RLIMIT_NOFILE, &old_);
+        rlimit low = old_;
+        low.rlim_cur = static_cast<rlim_t>(fillers_.back()) + 1;
+        ::setrlimit(RLIMIT_NOFILE, &low);
+        for (int i = 0; i < spare && !fillers_.empty(); ++i) {
+            ::close(fillers_.back());
+            fillers_.pop_back();
+        }
+    }
+    descriptor_limit(const descriptor_limit&) = delete;
+    descriptor_limit& operator=(const descriptor_limit&) = delete;
+    ~descriptor_limit() {
+        ::setrlimit(RLIMIT_NOFILE, &old_);
+        for (const int fd : fillers_)
+            ::close(fd);
+    }
+
+private:
+    std::vector<int> fillers_;
+    rlimit old_{};
+};
 
 class ServerTest : public ::testing::Test {
 protected:
