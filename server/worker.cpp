@@ -107,6 +107,14 @@ void worker::on_connection_closed(void* self) noexcept {
     if (w.stopping_ && w.connections_ == 0) w.finish_stop();
 }
 
+bool worker::free_descriptor() noexcept {
+    // An idle pooled upstream connection first: no client is waiting on it.
+    if (router_)
+        for (const auto& r : router_->routes())
+            if (r.target->shed_idle()) return true;
+    return relieve_pressure();
+}
+
 bool worker::relieve_pressure() noexcept {
     if (!settings_.timeouts) {
         // No idle order is kept: reclaim any idle connection.

@@ -79,6 +79,7 @@ public:
     }
     /// Closes the longest-idle keep-alive connection, if any. Returns whether it did.
     bool relieve_pressure() noexcept override;
+    bool free_descriptor() noexcept override;
 
 private:
     static void on_connection_closed(void* self) noexcept;

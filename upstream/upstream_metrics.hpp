@@ -15,13 +15,15 @@ enum class upstream_close : std::uint8_t {
     keep_alive_hint, ///< retired before the upstream's advertised Keep-Alive timeout
     max_idle,        ///< the pool was full
     error,           ///< a failed or abandoned exchange (client gone, timeout, malformed)
+    pressure,        ///< idle, closed to free a descriptor for a client
     count_
 };
 
 enum class upstream_error : std::uint8_t { connect, reset, timeout, malformed, count_ };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_close::count_)>
-    upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint", "max_idle", "error"};
+    upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint",
+                         "max_idle",       "error",        "pressure"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_error::count_)>
     upstream_error_names{"connect", "reset", "timeout", "malformed"};
 

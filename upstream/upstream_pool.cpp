@@ -106,6 +106,12 @@ void upstream_pool::stop() noexcept {
     idle_.clear();
 }
 
+bool upstream_pool::shed_oldest() noexcept {
+    if (idle_.empty()) return false;
+    remove_idle(*idle_.front().conn, upstream_close::pressure);
+    return true;
+}
+
 void upstream_pool::mark_failed() noexcept {
     down_until_ = timeouts::clock::now() + settings_.fail_timeout;
 }

@@ -45,6 +45,8 @@ public:
 
     /// Closes the idle connections, and from now on every connection given back.
     void stop() noexcept;
+    /// Closes the connection idle longest, to free its descriptor. False if none is idle.
+    bool shed_oldest() noexcept;
 
     /// Passive health: a server that refused or timed out is skipped for fail_timeout.
     void mark_failed() noexcept;

@@ -156,6 +156,42 @@ TEST_F(ProxyBackendTest, PostOnADeadReusedConnectionIsNeverReplayed) {
     EXPECT_EQ(metrics().busy.get(), 0);
 }
 
+TEST_F(ProxyBackendTest, OutOfDescriptorsAnIdleUpstreamConnectionGoesFirst) {
+    start_with({});
+    {
+        // Four requests at once: four upstream connections, then four idle in the pool.
+        std::vector<std::unique_ptr<test_client>> cs;
+        for (int i = 0; i < 4; ++i) {
+            cs.push_back(std::make_unique<test_client>(port));
+            ASSERT_TRUE(cs.back()->send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+        }
+        for (auto& c : cs) {
+            auto r = c->read_response();
+            ASSERT_TRUE(r);
+            EXPECT_EQ(r->status, 200);
+        }
+    }
+    ASSERT_TRUE(eventually([&] { return metrics().idle.get() == 4; }));
+    test_client keeper(port); // an idle client connection, which must not be the one closed
+    ASSERT_TRUE(keeper.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_TRUE(keeper.read_response());
+
+    std::optional<response> r;
+    {
+        const descriptor_limit limit; // one spare: the client's socket; none for the accept
+        test_client c(port);
+        if (c.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n")) r = c.read_response();
+    }
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    // One idle upstream connection closed, for the one newcomer, and no client connection.
+    EXPECT_EQ(metrics().closes_of(upstream::upstream_close::pressure), 1);
+    ASSERT_TRUE(keeper.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+    auto k = keeper.read_response();
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->status, 200);
+}
+
 TEST_F(ProxyBackendTest, UpstreamClosingIdleConnectionsWithoutAHintCostsNoClientError) {
     start_with({.idle_close = 1000ms});
     test_client c(port);
