@@ -39,6 +39,9 @@ void render_upstreams(std::string& out, const std::vector<worker_snapshot>& snap
                 t.errors[i] += u.errors[i];
             for (std::size_t i = 0; i < t.closes.size(); ++i)
                 t.closes[i] += u.closes[i];
+            for (std::size_t i = 0; i < t.response_buckets.size(); ++i)
+                t.response_buckets[i] += u.response_buckets[i];
+            t.response_us_sum += u.response_us_sum;
         }
     }
     if (all.empty()) return;
@@ -76,6 +79,24 @@ void render_upstreams(std::string& out, const std::vector<worker_snapshot>& snap
             fmt::format_to(std::back_inserter(out),
                            "tarry_upstream_closes_total{{server=\"{}\",reason=\"{}\"}} {}\n", name,
                            upstream::upstream_close_names[i], u.closes[i]);
+    family(out, "tarry_upstream_response_seconds", "histogram",
+           "Time from a request's start upstream to the response head.");
+    constexpr auto& bounds = upstream::upstream_metrics::response_bounds_us;
+    for (const auto& [name, u] : all) {
+        std::int64_t cumulative = 0;
+        for (std::size_t i = 0; i < bounds.size(); ++i) {
+            cumulative += u.response_buckets[i];
+            fmt::format_to(std::back_inserter(out),
+                           "tarry_upstream_response_seconds_bucket{{server=\"{}\",le=\"{}\"}} {}\n",
+                           name, static_cast<double>(bounds[i]) / 1e6, cumulative);
+        }
+        cumulative += u.response_buckets.back();
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_upstream_response_seconds_bucket{{server=\"{0}\",le=\"+Inf\"}} {1}\n"
+                       "tarry_upstream_response_seconds_sum{{server=\"{0}\"}} {2}\n"
+                       "tarry_upstream_response_seconds_count{{server=\"{0}\"}} {1}\n",
+                       name, cumulative, static_cast<double>(u.response_us_sum) / 1e6);
+    }
 }
 
 } // namespace
@@ -103,6 +124,9 @@ worker_snapshot take_snapshot(worker& w) {
                     u.errors[i] += m.errors[i].get();
                 for (std::size_t i = 0; i < u.closes.size(); ++i)
                     u.closes[i] += m.closes[i].get();
+                for (std::size_t i = 0; i < u.response_buckets.size(); ++i)
+                    u.response_buckets[i] += m.response_buckets[i].get();
+                u.response_us_sum += m.response_us_sum.get();
             }
         }
     }

@@ -28,6 +28,9 @@ struct upstream_sample {
     std::int64_t idle = 0, busy = 0, opened = 0, reused = 0, requests = 0, retries = 0;
     std::array<std::int64_t, static_cast<std::size_t>(upstream::upstream_error::count_)> errors{};
     std::array<std::int64_t, static_cast<std::size_t>(upstream::upstream_close::count_)> closes{};
+    std::array<std::int64_t, upstream::upstream_metrics::response_bounds_us.size() + 1>
+        response_buckets{};
+    std::int64_t response_us_sum = 0;
 };
 
 struct worker_snapshot {

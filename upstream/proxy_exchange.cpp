@@ -68,6 +68,7 @@ void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
         return;
     }
     pool->metrics().requests.add();
+    started_ = std::chrono::steady_clock::now();
     use(std::move(pool));
 }
 
@@ -363,6 +364,9 @@ void proxy_exchange::on_response_head() {
         head.length_unknown = true;
     }
     responded_ = true;
+    pool_->metrics().responded(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - started_)
+                                   .count());
     if (ex_ != nullptr) ex_->respond(head);
 }
 

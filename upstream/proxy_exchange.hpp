@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,7 @@ private:
     std::string writing_; ///< request bytes being written
     std::string rbuf_;    ///< response bytes not yet parsed
     std::string fields_;  ///< the response fields passed to the client
+    std::chrono::steady_clock::time_point started_{}; ///< for the response time histogram
     int tries_ = 0;       ///< servers tried after connect failures
     bool idempotent_ = false;
     bool head_request_ = false;

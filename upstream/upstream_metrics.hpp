@@ -47,6 +47,21 @@ struct upstream_metrics {
     std::array<counter, static_cast<std::size_t>(upstream_error::count_)> errors;
     std::array<counter, static_cast<std::size_t>(upstream_close::count_)> closes;
 
+    /// Upper bounds of the response time histogram, in microseconds: from the request's start
+    /// (a connection taken or opened) to the response head.
+    static constexpr std::array<std::int64_t, 11> response_bounds_us{
+        1'000, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000,
+        10'000'000};
+    std::array<counter, response_bounds_us.size() + 1> response_buckets; ///< the last: +Inf
+    counter response_us_sum;
+    void responded(std::int64_t us) noexcept {
+        std::size_t i = 0;
+        while (i < response_bounds_us.size() && us > response_bounds_us[i])
+            ++i;
+        response_buckets[i].add();
+        response_us_sum.add(us);
+    }
+
     void error(upstream_error e) noexcept { errors[static_cast<std::size_t>(e)].add(); }
     void closed(upstream_close r) noexcept { closes[static_cast<std::size_t>(r)].add(); }
     [[nodiscard]] std::int64_t errors_of(upstream_error e) const noexcept {

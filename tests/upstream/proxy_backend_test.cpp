@@ -192,6 +192,30 @@ TEST_F(ProxyBackendTest, OutOfDescriptorsAnIdleUpstreamConnectionGoesFirst) {
     EXPECT_EQ(k->status, 200);
 }
 
+TEST_F(ProxyBackendTest, MetricsHaveTheResponseTimeHistogram) {
+    cfg.admin_listen = server::listen_address{"127.0.0.1", 0};
+    start_with({});
+    for (int i = 0; i < 3; ++i) {
+        auto r = get_once("/x");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+    }
+    test_client admin(srv->admin_endpoint()->port());
+    ASSERT_TRUE(admin.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"));
+    auto m = admin.read_response();
+    ASSERT_TRUE(m);
+    const std::string server = "127.0.0.1:" + std::to_string(backend->port());
+    for (const std::string& line :
+         {"tarry_upstream_response_seconds_count{server=\"" + server + "\"} 3\n",
+          "tarry_upstream_response_seconds_bucket{server=\"" + server + "\",le=\"+Inf\"} 3\n",
+          "tarry_upstream_requests_total{server=\"" + server + "\"} 3\n",
+          "tarry_upstream_closes_total{server=\"" + server + "\",reason=\"pressure\"} 0\n"})
+        EXPECT_NE(m->body.find(line), std::string::npos) << line << m->body;
+    EXPECT_NE(m->body.find("tarry_upstream_response_seconds_bucket{server=\"" + server +
+                           "\",le=\"0.001\"}"),
+              std::string::npos);
+}
+
 TEST_F(ProxyBackendTest, UpstreamClosingIdleConnectionsWithoutAHintCostsNoClientError) {
     start_with({.idle_close = 1000ms});
     test_client c(port);
