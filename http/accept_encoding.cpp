@@ -1,5 +1,7 @@
 #include "accept_encoding.hpp"
 
+#include "ows.hpp"
+
 #include <ostream> // boost/core/detail/string_view.hpp (1.81) needs it complete
 
 #include <boost/beast/core/string.hpp>
@@ -8,14 +10,6 @@
 
 namespace tarry::http {
 namespace {
-
-std::string_view trim(std::string_view v) noexcept {
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
-        v.remove_prefix(1);
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
-        v.remove_suffix(1);
-    return v;
-}
 
 /// A qvalue ("1", "1.000", "0.5", "0") as thousandths; 1001 when malformed (the item is ignored).
 unsigned qvalue(std::string_view q) noexcept {
@@ -45,13 +39,13 @@ accepted_codings parse_accept_encoding(std::string_view value) noexcept {
         value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
         unsigned q = 1000;
         if (const auto semi = item.find(';'); semi != std::string_view::npos) {
-            const std::string_view param = trim(item.substr(semi + 1));
+            const std::string_view param = trim_ows(item.substr(semi + 1));
             item = item.substr(0, semi);
             if (param.size() < 2 || (param[0] | 0x20) != 'q' || param[1] != '=') continue;
-            q = qvalue(trim(param.substr(2)));
+            q = qvalue(trim_ows(param.substr(2)));
             if (q > 1000) continue;
         }
-        item = trim(item);
+        item = trim_ows(item);
         const auto qi = static_cast<int>(q);
         if (iequals(item, "br")) {
             br = qi;

@@ -1,17 +1,11 @@
 #include "byte_ranges.hpp"
 
+#include "ows.hpp"
+
 #include <charconv>
 
 namespace tarry::http {
 namespace {
-
-std::string_view trim(std::string_view v) noexcept {
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
-        v.remove_prefix(1);
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
-        v.remove_suffix(1);
-    return v;
-}
 
 /// A whole run of digits, or false (empty, a sign, anything else, or too large).
 bool number(std::string_view s, std::uint64_t& v) noexcept {
@@ -25,7 +19,7 @@ bool number(std::string_view s, std::uint64_t& v) noexcept {
 byte_range_request parse_byte_ranges(std::string_view value, std::uint64_t length) noexcept {
     using kind = byte_range_request::kind;
     byte_range_request result;
-    value = trim(value);
+    value = trim_ows(value);
     // The unit is case-insensitive (RFC 9110 §14.1).
     constexpr std::string_view unit = "bytes=";
     if (value.size() < unit.size()) return result;
@@ -37,7 +31,7 @@ byte_range_request parse_byte_ranges(std::string_view value, std::uint64_t lengt
     std::size_t satisfiable = 0;
     while (true) {
         const auto comma = value.find(',');
-        const std::string_view spec = trim(value.substr(0, comma));
+        const std::string_view spec = trim_ows(value.substr(0, comma));
         // Empty list elements are allowed (RFC 9110 §5.6.1) but at least one range is needed.
         if (!spec.empty()) {
             if (++specs > max_byte_ranges) return {};

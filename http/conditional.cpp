@@ -1,5 +1,7 @@
 #include "conditional.hpp"
 
+#include "ows.hpp"
+
 #include "request_parser.hpp"
 
 #include <ostream> // boost/core/detail/string_view.hpp (1.81) needs it complete
@@ -89,15 +91,6 @@ std::optional<std::int64_t> to_epoch(std::int64_t y, unsigned mon, unsigned d, u
     // Seconds up to 60 admit a leap second, read as the next second's start.
     if (mon < 1 || mon > 12 || d < 1 || d > 31 || h > 23 || m > 59 || s > 60) return std::nullopt;
     return days_from_civil(y, mon, d) * 86400 + std::int64_t{h} * 3600 + std::int64_t{m} * 60 + s;
-}
-
-/// Trims optional whitespace.
-std::string_view trim(std::string_view v) noexcept {
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
-        v.remove_prefix(1);
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
-        v.remove_suffix(1);
-    return v;
 }
 
 /// The opaque part of an entity tag (quotes included) and whether it is weak; false if `tag` is
@@ -229,12 +222,12 @@ bool etag_list_matches(std::string_view list, std::string_view etag, bool weak) 
     std::string_view ours;
     bool ours_weak = false;
     if (!split_etag(etag, ours, ours_weak)) return false;
-    if (trim(list) == "*") return true;
+    if (trim_ows(list) == "*") return true;
     if (ours_weak && !weak) return false;
     while (!list.empty()) {
         // Entity tags cannot hold commas outside quotes, and ours never hold any inside.
         auto comma = list.find(',');
-        const std::string_view item = trim(list.substr(0, comma));
+        const std::string_view item = trim_ows(list.substr(0, comma));
         list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
         std::string_view theirs;
         bool theirs_weak = false;

@@ -1,5 +1,7 @@
 #include "request_parser.hpp"
 
+#include "ows.hpp"
+
 #include "request_error.hpp"
 
 #include <boost/beast/core/buffers_range.hpp>
@@ -13,14 +15,6 @@ namespace tarry::http {
 namespace bh = boost::beast::http;
 
 namespace {
-
-std::string_view trim(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
 
 constexpr bool alnum(unsigned char c) noexcept {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -553,7 +547,7 @@ void request_parser::on_field_impl(bh::field name, boost::beast::string_view,
         on_transfer_encoding(value, ec);
         return;
     case bh::field::expect:
-        if (boost::beast::iequals(trim(value), "100-continue")) {
+        if (boost::beast::iequals(trim_ows(value), "100-continue")) {
             // An HTTP/1.0 client never gets a 1xx: ignore its expectation (RFC 9110, 10.1.1).
             head_.expect_continue = head_.version == 11;
         } else {
@@ -576,8 +570,8 @@ void request_parser::on_transfer_encoding(std::string_view value, boost::system:
     std::string_view last;
     while (!value.empty()) {
         const auto comma = value.find(',');
-        auto coding = trim(value.substr(0, comma));
-        coding = trim(coding.substr(0, coding.find(';')));
+        auto coding = trim_ows(value.substr(0, comma));
+        coding = trim_ows(coding.substr(0, coding.find(';')));
         value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
         if (coding.empty()) continue;
         if (!last.empty() && boost::beast::iequals(last, "chunked")) {
