@@ -28,6 +28,14 @@ public:
         if (pool.size() < MaxKept) pool.push_back(std::move(p));
     }
 
+    /// Frees what this thread keeps: after a flood, kept objects scattered over the heap would
+    /// pin its pages, so that malloc_trim could give little back.
+    static void release() noexcept {
+        auto& pool = free_list();
+        pool.clear();
+        pool.shrink_to_fit();
+    }
+
 private:
     static std::vector<pointer>& free_list() {
         thread_local std::vector<pointer> pool;

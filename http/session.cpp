@@ -161,6 +161,10 @@ std::size_t session::request_state::on_body(std::string_view bytes) {
     return taken;
 }
 
+void session::release_kept() noexcept {
+    states::release();
+}
+
 session::~session() {
     abort();
     finish_request();

@@ -86,6 +86,12 @@ std::string_view connection::date() noexcept {
     return ctx_.date.value();
 }
 
+void connection::release_kept() noexcept {
+    in_buffers::release();
+    out_buffers::release();
+    http::session::release_kept();
+}
+
 std::string_view connection::peer() noexcept {
     // Asked for by the few handlers that want it (a proxy's X-Forwarded-For, on every request
     // of the connection): looked up and kept on the first ask, so idle connections of other

@@ -88,6 +88,8 @@ public:
 
     /// The connection whose idle_entry this is (for walking a timeout list).
     static connection& from(void* context) noexcept { return *static_cast<connection*>(context); }
+    /// Frees the buffers and request states this thread keeps for reuse (after a flood).
+    static void release_kept() noexcept;
 
     live_hook live; ///< in the worker's list of live connections
 

@@ -97,12 +97,17 @@ void worker::accept(int fd) noexcept {
 void worker::on_connection_closed(void* self) noexcept {
     auto& w = *static_cast<worker*>(self);
     --w.connections_;
+    ++w.closed_since_trim_;
     // After a flood, give the memory back: glibc keeps freed heap at its high-water mark, so
     // an idle server would hold what thousands of connections once used. Rare (a quarter of a
-    // large peak gone), and cheap next to the closes that led here.
-    if (w.connections_ * 4 < w.peak_ && w.peak_ >= trim_threshold) {
+    // large peak gone, and the last connection of a thousand or more gone), and cheap next to
+    // the closes that led here.
+    if ((w.connections_ * 4 < w.peak_ && w.peak_ >= trim_threshold) ||
+        (w.connections_ == 0 && w.closed_since_trim_ >= trim_threshold)) {
+        connection::release_kept(); // kept objects from the peak would pin their pages
         ::malloc_trim(0);
         w.peak_ = w.connections_;
+        w.closed_since_trim_ = 0;
     }
     if (w.stopping_ && w.connections_ == 0) w.finish_stop();
 }

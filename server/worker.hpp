@@ -108,6 +108,7 @@ private:
     std::size_t spread_next_ = 0;
     timeouts::clock::time_point spread_start_{};
     std::size_t peak_ = 0; ///< connections at the high-water mark since the last trim
+    std::size_t closed_since_trim_ = 0;
     std::thread thread_;
     std::size_t connections_ = 0;
     bool stopping_ = false;
