@@ -94,7 +94,7 @@ private:
     std::string rbuf_;    ///< response bytes not yet parsed
     std::string fields_;  ///< the response fields passed to the client
     std::chrono::steady_clock::time_point started_{}; ///< for the response time histogram
-    int tries_ = 0;       ///< servers tried after connect failures
+    int tries_ = 0;                                   ///< servers tried after connect failures
     bool idempotent_ = false;
     bool head_request_ = false;
     bool replayable_ = true;

@@ -50,8 +50,8 @@ struct upstream_metrics {
     /// Upper bounds of the response time histogram, in microseconds: from the request's start
     /// (a connection taken or opened) to the response head.
     static constexpr std::array<std::int64_t, 11> response_bounds_us{
-        1'000, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 500'000, 1'000'000, 2'500'000,
-        10'000'000};
+        1'000,   5'000,   10'000,    25'000,    50'000,    100'000,
+        250'000, 500'000, 1'000'000, 2'500'000, 10'000'000};
     std::array<counter, response_bounds_us.size() + 1> response_buckets; ///< the last: +Inf
     counter response_us_sum;
     void responded(std::int64_t us) noexcept {
