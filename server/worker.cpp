@@ -102,12 +102,23 @@ void worker::on_connection_closed(void* self) noexcept {
     // an idle server would hold what thousands of connections once used. Rare (a quarter of a
     // large peak gone, and the last connection of a thousand or more gone), and cheap next to
     // the closes that led here.
-    if ((w.connections_ * 4 < w.peak_ && w.peak_ >= trim_threshold) ||
-        (w.connections_ == 0 && w.closed_since_trim_ >= trim_threshold)) {
-        connection::release_kept(); // kept objects from the peak would pin their pages
-        ::malloc_trim(0);
+    if (((w.connections_ * 4 < w.peak_ && w.peak_ >= trim_threshold) ||
+         (w.connections_ == 0 && w.closed_since_trim_ >= trim_threshold)) &&
+        !w.trim_posted_) {
         w.peak_ = w.connections_;
         w.closed_since_trim_ = 0;
+        // Queued behind the frees of the connections just closed (each frees itself through
+        // the loop), so that the trim finds their memory free.
+        try {
+            boost::asio::post(w.io_, [&w] {
+                w.trim_posted_ = false;
+                connection::release_kept(); // kept objects from the peak would pin their pages
+                ::malloc_trim(0);
+            });
+            w.trim_posted_ = true;
+        } catch (...) {
+            // No memory to queue it: the next qualifying close tries again.
+        }
     }
     if (w.stopping_ && w.connections_ == 0) w.finish_stop();
 }

@@ -109,6 +109,7 @@ private:
     timeouts::clock::time_point spread_start_{};
     std::size_t peak_ = 0; ///< connections at the high-water mark since the last trim
     std::size_t closed_since_trim_ = 0;
+    bool trim_posted_ = false;
     std::thread thread_;
     std::size_t connections_ = 0;
     bool stopping_ = false;
