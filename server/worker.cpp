@@ -190,20 +190,34 @@ void worker::stop(duration drain) {
         // over close_spread_time, each after keep_alive_min_timeout of quiet, rather than all
         // in one instant: a balancer that has not yet marked this instance down may be sending
         // a request on any of them, and the later each closes, the likelier it has.
+        std::vector<connection_ptr> idle;
         for (auto& c : all_connections()) {
             c->retire();
             if (!c->idle()) continue;
             if (settings_.close_spread == duration::zero()) {
                 c->drain();
             } else {
-                spread_.push_back(c);
+                idle.push_back(std::move(c));
             }
         }
         if (connections_ == 0) {
             finish_stop();
             return;
         }
-        spread_start_ = timeouts::clock::now();
+        // The i-th of n idle connections is due at start + spread * i / n, and never before
+        // keep_alive_min_timeout of quiet since its last response.
+        const auto start = timeouts::clock::now();
+        const auto n = static_cast<std::int64_t>(idle.size());
+        spread_.clear();
+        spread_.reserve(idle.size());
+        for (std::int64_t i = 0; i < n; ++i) {
+            auto& c = idle[static_cast<std::size_t>(i)];
+            const auto slot = start + settings_.close_spread * (i + 1) / n;
+            spread_.push_back({std::max(slot, c->last_active() + settings_.min_quiet), c});
+        }
+        std::stable_sort(
+            spread_.begin(), spread_.end(),
+            [](const spread_close& a, const spread_close& b) { return a.due < b.due; });
         spread_next_ = 0;
         if (!spread_.empty()) close_spread();
         drain_timer_.expires_after(drain);
@@ -217,31 +231,17 @@ void worker::stop(duration drain) {
 }
 
 void worker::close_spread() {
-    // The i-th of n idle connections is due at start + spread * (i + 1) / n.
     const auto now = timeouts::clock::now();
-    const auto n = static_cast<std::int64_t>(spread_.size());
-    while (spread_next_ < spread_.size()) {
-        const auto i = static_cast<std::int64_t>(spread_next_) + 1;
-        const auto due = spread_start_ + settings_.close_spread * i / n;
-        if (due > now) break;
-        connection_ptr& c = spread_[spread_next_++];
+    while (spread_next_ < spread_.size() && spread_[spread_next_].due <= now) {
+        connection_ptr& c = spread_[spread_next_++].conn;
         // Busy again: its response says Connection: close, and it closes after it.
-        if (!c->idle()) continue;
-        const auto quiet_until = c->last_active() + settings_.min_quiet;
-        if (quiet_until > now) {
-            spread_.push_back(c); // used a moment ago: not yet, come back to it at the end
-            continue;
-        }
-        c->close(close_reason::shutdown);
+        if (c->idle()) c->close(close_reason::shutdown);
     }
     if (spread_next_ >= spread_.size()) {
         spread_.clear();
         return;
     }
-    const auto i = static_cast<std::int64_t>(spread_next_) + 1;
-    const auto due = std::max(spread_start_ + settings_.close_spread * i / n,
-                              now + std::chrono::milliseconds(1));
-    spread_timer_.expires_at(due);
+    spread_timer_.expires_at(spread_[spread_next_].due);
     spread_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) close_spread();
     });

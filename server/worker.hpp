@@ -104,9 +104,12 @@ private:
     std::vector<std::shared_ptr<listener>> listeners_;
     boost::asio::steady_timer drain_timer_;
     boost::asio::steady_timer spread_timer_;
-    std::vector<connection_ptr> spread_; ///< idle connections a stop closes one by one
+    struct spread_close {
+        timeouts::clock::time_point due;
+        connection_ptr conn;
+    };
+    std::vector<spread_close> spread_; ///< idle connections a stop closes, earliest due first
     std::size_t spread_next_ = 0;
-    timeouts::clock::time_point spread_start_{};
     std::size_t peak_ = 0; ///< connections at the high-water mark since the last trim
     std::size_t closed_since_trim_ = 0;
     bool trim_posted_ = false;
