@@ -43,6 +43,8 @@ import sys
 import time
 from collections import Counter
 
+from soak_clients import pipeline_in_halves
+
 stats: Counter = Counter()
 
 
@@ -160,8 +162,6 @@ class Case:
     async def pipeline_one(self, i: int) -> None:
         reader, writer = await self.connect()
         req = self.request
-        half = len(req) // 2
-        stop = asyncio.get_running_loop().time() + self.a.duration
         answers = Counter()
 
         async def read_all():
@@ -174,20 +174,8 @@ class Case:
                 answers[status_of(r)] += 1
 
         rd = asyncio.create_task(read_all())
-        # Each write is one and a half requests: most writes end in the middle of a request.
-        step, buf, written = len(req) + half, b"", 0
-        while asyncio.get_running_loop().time() < stop and not rd.done():
-            while len(buf) < step:
-                buf += req
-            chunk, buf = buf[:step], buf[step:]
-            writer.write(chunk)
-            written += len(chunk)
-            await writer.drain()
-            await asyncio.sleep(self.a.pipeline_gap)
-        writer.write(buf)  # completes the last request
-        written += len(buf)
-        sent = written // len(req)
-        await writer.drain()
+        sent = await pipeline_in_halves(writer, req, time.monotonic() + self.a.duration,
+                                        self.a.pipeline_gap, lambda: not rd.done())
         await asyncio.sleep(1.0)
         rd.cancel()
         writer.close()

@@ -66,6 +66,25 @@ def rst(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
+async def pipeline_in_halves(writer: asyncio.StreamWriter, request: bytes, until: float,
+                             gap: float, go_on=lambda: True) -> int:
+    """Pipelines `request` until time.monotonic() reaches `until` (or go_on() is false), each
+    write one and a half requests, so that most writes end in the middle of one; then completes
+    the last. Returns the number of requests sent."""
+    step, buf, written = len(request) + len(request) // 2, b"", 0
+    while time.monotonic() < until and go_on():
+        while len(buf) < step:
+            buf += request
+        chunk, buf = buf[:step], buf[step:]
+        writer.write(chunk)
+        written += len(chunk)
+        await writer.drain()
+        await asyncio.sleep(gap)
+    writer.write(buf)
+    await writer.drain()
+    return (written + len(buf)) // len(request)
+
+
 async def read_to_eof(reader: asyncio.StreamReader, limit: float) -> tuple[bytes, str]:
     """Everything until the server closes: (data, "eof" | "reset" | "timeout")."""
     chunks = []
@@ -195,19 +214,7 @@ class Clients:
 
     async def pipepart(self, i: int) -> None:
         reader, writer = await self.connect()
-        step = len(GET) + len(GET) // 2
-        buf, written = b"", 0
-        stop = time.monotonic() + 2.0
-        while time.monotonic() < stop:
-            while len(buf) < step:
-                buf += GET
-            chunk, buf = buf[:step], buf[step:]
-            writer.write(chunk)
-            written += len(chunk)
-            await writer.drain()
-            await asyncio.sleep(0.05)
-        writer.write(buf)
-        sent = (written + len(buf)) // len(GET)
+        sent = await pipeline_in_halves(writer, GET, time.monotonic() + 2.0, 0.05)
         answered = 0
         async with asyncio.timeout(self.wait_limit):
             while answered < sent:
