@@ -20,6 +20,7 @@ namespace {
 struct head_writer {
     char* p;
     void put(std::string_view s) noexcept {
+        if (s.empty()) return; // an empty view may hold a null pointer, which memcpy may not take
         std::memcpy(p, s.data(), s.size());
         p += s.size();
     }
@@ -37,8 +38,8 @@ void append_head(std::string& out, const response_head& head, std::string_view d
     // Everything but the variable parts fits in 160 bytes (the longest line set: status line
     // frame, Server, Date frame, Content-Type frame, Content-Length with 20 digits,
     // Connection: keep-alive, Keep-Alive with 10 digits, CRLFs).
-    const std::size_t room = 160 + why.size() + date.size() + head.content_type.size() +
-                             head.extra_fields.size();
+    const std::size_t room =
+        160 + why.size() + date.size() + head.content_type.size() + head.extra_fields.size();
     const std::size_t at = out.size();
     out.resize(at + room);
     head_writer w{out.data() + at};
