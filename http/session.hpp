@@ -184,9 +184,9 @@ public:
     void file_done() noexcept;
     [[nodiscard]] std::uint64_t requests() const noexcept { return requests_; }
     /// A deferred answer refused body bytes: consume() takes no more until it resumes.
+    [[nodiscard]] bool body_paused() const noexcept { return body_paused_; }
     /// Frees the request states this thread keeps for reuse (see recycler::release).
     static void release_kept() noexcept;
-    [[nodiscard]] bool body_paused() const noexcept { return body_paused_; }
 
 private:
     friend class exchange;

@@ -190,14 +190,14 @@ void worker::stop(duration drain) {
         // over close_spread_time, each after keep_alive_min_timeout of quiet, rather than all
         // in one instant: a balancer that has not yet marked this instance down may be sending
         // a request on any of them, and the later each closes, the likelier it has.
-        std::vector<connection_ptr> idle;
+        spread_.clear();
         for (auto& c : all_connections()) {
             c->retire();
             if (!c->idle()) continue;
             if (settings_.close_spread == duration::zero()) {
                 c->drain();
             } else {
-                idle.push_back(std::move(c));
+                spread_.push_back({{}, std::move(c)});
             }
         }
         if (connections_ == 0) {
@@ -207,13 +207,11 @@ void worker::stop(duration drain) {
         // The i-th of n idle connections is due at start + spread * i / n, and never before
         // keep_alive_min_timeout of quiet since its last response.
         const auto start = timeouts::clock::now();
-        const auto n = static_cast<std::int64_t>(idle.size());
-        spread_.clear();
-        spread_.reserve(idle.size());
+        const auto n = static_cast<std::int64_t>(spread_.size());
         for (std::int64_t i = 0; i < n; ++i) {
-            auto& c = idle[static_cast<std::size_t>(i)];
+            spread_close& s = spread_[static_cast<std::size_t>(i)];
             const auto slot = start + settings_.close_spread * (i + 1) / n;
-            spread_.push_back({std::max(slot, c->last_active() + settings_.min_quiet), c});
+            s.due = std::max(slot, s.conn->last_active() + settings_.min_quiet);
         }
         std::stable_sort(
             spread_.begin(), spread_.end(),
