@@ -198,6 +198,31 @@ TEST_F(HardeningTest, OutOfDescriptorsEachNewcomerCostsOneIdleConnection) {
     EXPECT_EQ(srv->workers()[0]->connections(), 3);
 }
 
+TEST_F(HardeningTest, OutOfDescriptorsNewcomersOneAfterAnotherEachCostOneIdleConnection) {
+    cfg.header_timeout = 30s;
+    start();
+    std::vector<std::unique_ptr<test_client>> silent;
+    for (int i = 0; i < 4; ++i)
+        silent.push_back(std::make_unique<test_client>(port));
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 4; }));
+    std::vector<std::unique_ptr<test_client>> served; // kept open: the process stays at its limit
+    {
+        const descriptor_limit limit;
+        for (int i = 0; i < 3; ++i) {
+            served.push_back(std::make_unique<test_client>(port));
+            ASSERT_TRUE(served.back()->send(get));
+            auto r = served.back()->read_response(2s);
+            ASSERT_TRUE(r) << "newcomer " << i;
+            EXPECT_EQ(r->status, 200);
+            EXPECT_EQ(closes(*srv, close_reason::pressure), i + 1);
+            // The oldest silent one went; its socket here is the next newcomer's descriptor.
+            ASSERT_TRUE(silent[static_cast<std::size_t>(i)]->wait_closed(2s));
+            silent[static_cast<std::size_t>(i)].reset();
+        }
+    }
+    EXPECT_EQ(srv->workers()[0]->connections(), 4); // one silent one and the three newcomers
+}
+
 TEST_F(HardeningTest, PressureSparesAConnectionMidRequest) {
     cfg.max_connections = 2;
     cfg.header_timeout = 30s;

@@ -172,6 +172,7 @@ TEST_F(ProxyBackendTest, OutOfDescriptorsAnIdleUpstreamConnectionGoesFirst) {
         }
     }
     ASSERT_TRUE(eventually([&] { return metrics().idle.get() == 4; }));
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 0; }));
     test_client keeper(port); // an idle client connection, which must not be the one closed
     ASSERT_TRUE(keeper.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
     ASSERT_TRUE(keeper.read_response());
@@ -190,6 +191,40 @@ TEST_F(ProxyBackendTest, OutOfDescriptorsAnIdleUpstreamConnectionGoesFirst) {
     auto k = keeper.read_response();
     ASSERT_TRUE(k);
     EXPECT_EQ(k->status, 200);
+}
+
+TEST_F(ProxyBackendTest, AtTheDescriptorLimitARequestAfterTheNewcomerClosesNothingMore) {
+    start_with({});
+    {
+        std::vector<std::unique_ptr<test_client>> cs;
+        for (int i = 0; i < 3; ++i) {
+            cs.push_back(std::make_unique<test_client>(port));
+            ASSERT_TRUE(cs.back()->send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+        }
+        for (auto& c : cs)
+            ASSERT_TRUE(c->read_response());
+    }
+    ASSERT_TRUE(eventually([&] { return metrics().idle.get() == 3; }));
+    // Their client connections closed on the server's side too: no descriptor frees later.
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 0; }));
+    // At the limit: the newcomer's accept costs one idle pooled connection, and its requests
+    // then go on the pooled ones left, needing no descriptor and closing nothing more.
+    std::vector<std::unique_ptr<test_client>> served;
+    {
+        const descriptor_limit limit;
+        served.push_back(std::make_unique<test_client>(port));
+        ASSERT_TRUE(served.back()->send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+        auto r = served.back()->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(metrics().closes_of(upstream::upstream_close::pressure), 1);
+        // The same client again: no accept, no descriptor needed, nothing closed.
+        ASSERT_TRUE(served.back()->send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+        r = served.back()->read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(metrics().closes_of(upstream::upstream_close::pressure), 1);
+    }
 }
 
 TEST_F(ProxyBackendTest, MetricsHaveTheResponseTimeHistogram) {
