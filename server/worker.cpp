@@ -145,21 +145,26 @@ bool worker::relieve_pressure() noexcept {
     // The oldest idle connection, of two kinds: the head of the keep-alive list (idle longest
     // since its last response), and the first connection of the header list that has sent
     // nothing yet (a silent one; the others there are mid-request and are never reclaimed).
+    // Neither kind is taken within keep_alive_min_timeout of its last activity: a keep-alive
+    // connection used that recently is likely in a balancer's pool with a request on its way,
+    // and a connection accepted that recently likely has its first request on the wire (a
+    // balancer sends it right behind the handshake, a network delays it). Better to make the
+    // newcomer wait than to close either under a request.
+    const auto quiet_since = timeouts::clock::now() - settings_.min_quiet;
     connection* oldest = nullptr;
     if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
-        // A keep-alive connection used within keep_alive_min_timeout is likely in a
-        // balancer's pool with a request on its way: better to make the newcomer wait.
         timeouts::idle_entry* e = l->front();
-        if (e != nullptr && timeouts::clock::now() - e->idle_start() >= settings_.min_quiet)
+        if (e != nullptr && e->idle_start() <= quiet_since)
             oldest = &connection::from(e->context());
     }
     if (timeouts::idle_list* l = registry_.find(settings_.header)) {
         constexpr int scan = 64; // bounded: a list full of slow requests is not walked whole
         int seen = 0;
-        for (timeouts::idle_entry* e = l->front(); e != nullptr && seen < scan;
+        for (timeouts::idle_entry* e = l->front();
+             e != nullptr && seen < scan && e->idle_start() <= quiet_since;
              e = timeouts::idle_list::next(*e), ++seen) {
             connection& c = connection::from(e->context());
-            // Accepted in this same batch, its request may be in the socket unread: not silent.
+            // Its request may be in the socket unread: not silent.
             if (!c.idle() || c.input_waiting()) continue;
             if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
             break;

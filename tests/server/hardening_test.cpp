@@ -156,12 +156,14 @@ TEST_F(HardeningTest, OneByteConnectionsCostAKilobyteNotAHeader) {
 TEST_F(HardeningTest, PressureReclaimsSilentConnectionsOldestFirst) {
     cfg.max_connections = 8;
     cfg.header_timeout = 30s;
+    cfg.keep_alive_min_timeout = 100ms;
     start();
     std::vector<std::unique_ptr<test_client>> silent;
     for (int i = 0; i < 8; ++i)
         silent.push_back(std::make_unique<test_client>(port)); // connect, send nothing
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 8; }))
         << srv->workers()[0]->connections();
+    std::this_thread::sleep_for(150ms); // silent for longer than keep_alive_min_timeout
     // An ordinary client at the limit is served at once: the oldest silent one goes.
     for (int i = 0; i < 4; ++i) {
         test_client c(port);
@@ -177,11 +179,13 @@ TEST_F(HardeningTest, PressureReclaimsSilentConnectionsOldestFirst) {
 
 TEST_F(HardeningTest, OutOfDescriptorsEachNewcomerCostsOneIdleConnection) {
     cfg.header_timeout = 30s;
+    cfg.keep_alive_min_timeout = 100ms;
     start();
     std::vector<std::unique_ptr<test_client>> silent;
     for (int i = 0; i < 4; ++i)
         silent.push_back(std::make_unique<test_client>(port));
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 4; }));
+    std::this_thread::sleep_for(150ms);
     std::optional<response> r;
     {
         const descriptor_limit limit; // the newcomer's socket, and none for the server's accept
@@ -200,11 +204,13 @@ TEST_F(HardeningTest, OutOfDescriptorsEachNewcomerCostsOneIdleConnection) {
 
 TEST_F(HardeningTest, OutOfDescriptorsNewcomersOneAfterAnotherEachCostOneIdleConnection) {
     cfg.header_timeout = 30s;
+    cfg.keep_alive_min_timeout = 100ms;
     start();
     std::vector<std::unique_ptr<test_client>> silent;
     for (int i = 0; i < 4; ++i)
         silent.push_back(std::make_unique<test_client>(port));
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 4; }));
+    std::this_thread::sleep_for(150ms);
     std::vector<std::unique_ptr<test_client>> served; // kept open: the process stays at its limit
     {
         const descriptor_limit limit;
@@ -226,11 +232,13 @@ TEST_F(HardeningTest, OutOfDescriptorsNewcomersOneAfterAnotherEachCostOneIdleCon
 TEST_F(HardeningTest, PressureSparesAConnectionMidRequest) {
     cfg.max_connections = 2;
     cfg.header_timeout = 30s;
+    cfg.keep_alive_min_timeout = 100ms;
     start();
     test_client partial(port);
     ASSERT_TRUE(partial.send("GET / HTTP/1.1\r\nHost:")); // mid-request: never reclaimed
     test_client silent(port);
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 2; }));
+    std::this_thread::sleep_for(150ms);
     test_client c(port);
     ASSERT_TRUE(c.send(get));
     ASSERT_TRUE(c.read_response(2s));
@@ -239,6 +247,63 @@ TEST_F(HardeningTest, PressureSparesAConnectionMidRequest) {
     auto r = partial.read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HardeningTest, PressureSparesAConnectionAcceptedWithinTheQuietTime) {
+    // A balancer sends its request right behind the handshake, and a network delays it: a
+    // connection accepted a moment ago is not silent yet, whatever a newcomer needs.
+    cfg.max_connections = 2;
+    cfg.header_timeout = 30s;
+    cfg.keep_alive_min_timeout = 2s;
+    start();
+    test_client first(port);
+    test_client second(port);
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 2; }));
+    test_client newcomer(port);
+    ASSERT_TRUE(newcomer.send(get));
+    auto r = newcomer.read_response(2s); // served past the limit, from the reserve
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    // Their requests arrive late, as over a slow link: both are answered, nothing was reclaimed.
+    EXPECT_FALSE(first.wait_closed(200ms));
+    for (test_client* c : {&first, &second}) {
+        ASSERT_TRUE(c->send(get));
+        auto late = c->read_response(2s);
+        ASSERT_TRUE(late);
+        EXPECT_EQ(late->status, 200);
+    }
+    EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
+}
+
+TEST_F(HardeningTest, PressureTakesASilentConnectionOnceItsQuietTimeHasPassed) {
+    // The same connection, a moment later: silent past keep_alive_min_timeout, it goes for the
+    // next newcomer, and the newcomers after it each cost one more, oldest first.
+    cfg.max_connections = 3;
+    cfg.header_timeout = 30s;
+    cfg.keep_alive_min_timeout = 300ms;
+    start();
+    std::vector<std::unique_ptr<test_client>> silent;
+    for (int i = 0; i < 3; ++i)
+        silent.push_back(std::make_unique<test_client>(port));
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 3; }));
+    {
+        test_client early(port); // within the quiet time: served, nothing reclaimed
+        ASSERT_TRUE(early.send(get));
+        ASSERT_TRUE(early.read_response(2s));
+        EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
+    }
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 3; }));
+    std::this_thread::sleep_for(400ms);
+    std::vector<std::unique_ptr<test_client>> newcomers; // kept open: the limit stays reached
+    for (int i = 0; i < 2; ++i) {
+        newcomers.push_back(std::make_unique<test_client>(port));
+        test_client& c = *newcomers.back();
+        ASSERT_TRUE(c.send(get));
+        ASSERT_TRUE(c.read_response(2s)) << "newcomer " << i;
+        EXPECT_TRUE(silent[static_cast<std::size_t>(i)]->wait_closed(2s)) << i;
+        EXPECT_EQ(closes(*srv, close_reason::pressure), i + 1);
+    }
+    EXPECT_FALSE(silent[2]->closed());
 }
 
 } // namespace
