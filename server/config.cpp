@@ -768,7 +768,8 @@ constexpr std::array setting_rows{
             R"("1s")", false, false, apply_timeout<&config::close_spread_time, true>},
     setting{"keep_alive_min_timeout", "--keep-alive-min-timeout", "DUR",
             "An idle connection is never closed for a stop or for descriptor pressure sooner "
-            "than this after its last response; 0s: no minimum.",
+            "than this after its last response, nor one that has sent nothing sooner than a "
+            "tenth of this after its accept; 0s: no minimum.",
             R"("1s")", false, false, apply_timeout<&config::keep_alive_min_timeout, true>},
     setting{"max_requests_per_connection", "--max-requests", "N",
             "Requests served on one connection; the last response says Connection: close. 0: "

@@ -145,23 +145,25 @@ bool worker::relieve_pressure() noexcept {
     // The oldest idle connection, of two kinds: the head of the keep-alive list (idle longest
     // since its last response), and the first connection of the header list that has sent
     // nothing yet (a silent one; the others there are mid-request and are never reclaimed).
-    // Neither kind is taken within keep_alive_min_timeout of its last activity: a keep-alive
-    // connection used that recently is likely in a balancer's pool with a request on its way,
-    // and a connection accepted that recently likely has its first request on the wire (a
+    // Neither kind is taken the moment it went quiet: a keep-alive connection used within
+    // keep_alive_min_timeout is likely in a balancer's pool with a request on its way, and a
+    // connection accepted within a tenth of that likely has its first request on the wire (a
     // balancer sends it right behind the handshake, a network delays it). Better to make the
-    // newcomer wait than to close either under a request.
-    const auto quiet_since = timeouts::clock::now() - settings_.min_quiet;
+    // newcomer wait than to close either under a request. The second grace is shorter: silent
+    // attackers reconnect at once, and each newcomer must find one old enough to take.
+    const auto now = timeouts::clock::now();
     connection* oldest = nullptr;
     if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
         timeouts::idle_entry* e = l->front();
-        if (e != nullptr && e->idle_start() <= quiet_since)
+        if (e != nullptr && e->idle_start() <= now - settings_.min_quiet)
             oldest = &connection::from(e->context());
     }
     if (timeouts::idle_list* l = registry_.find(settings_.header)) {
+        const auto silent_since = now - settings_.min_quiet / 10;
         constexpr int scan = 64; // bounded: a list full of slow requests is not walked whole
         int seen = 0;
         for (timeouts::idle_entry* e = l->front();
-             e != nullptr && seen < scan && e->idle_start() <= quiet_since;
+             e != nullptr && seen < scan && e->idle_start() <= silent_since;
              e = timeouts::idle_list::next(*e), ++seen) {
             connection& c = connection::from(e->context());
             // Its request may be in the socket unread: not silent.

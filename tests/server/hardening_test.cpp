@@ -254,7 +254,7 @@ TEST_F(HardeningTest, PressureSparesAConnectionAcceptedWithinTheQuietTime) {
     // connection accepted a moment ago is not silent yet, whatever a newcomer needs.
     cfg.max_connections = 2;
     cfg.header_timeout = 30s;
-    cfg.keep_alive_min_timeout = 2s;
+    cfg.keep_alive_min_timeout = 20s; // a silent connection is spared for a tenth: 2 s
     start();
     test_client first(port);
     test_client second(port);
@@ -276,11 +276,11 @@ TEST_F(HardeningTest, PressureSparesAConnectionAcceptedWithinTheQuietTime) {
 }
 
 TEST_F(HardeningTest, PressureTakesASilentConnectionOnceItsQuietTimeHasPassed) {
-    // The same connection, a moment later: silent past keep_alive_min_timeout, it goes for the
+    // The same connections, a moment later: silent past their grace, they go for the
     // next newcomer, and the newcomers after it each cost one more, oldest first.
     cfg.max_connections = 3;
     cfg.header_timeout = 30s;
-    cfg.keep_alive_min_timeout = 300ms;
+    cfg.keep_alive_min_timeout = 6s; // a silent connection is spared for a tenth: 600 ms
     start();
     std::vector<std::unique_ptr<test_client>> silent;
     for (int i = 0; i < 3; ++i)
@@ -293,7 +293,7 @@ TEST_F(HardeningTest, PressureTakesASilentConnectionOnceItsQuietTimeHasPassed) {
         EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
     }
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 3; }));
-    std::this_thread::sleep_for(400ms);
+    std::this_thread::sleep_for(700ms);
     std::vector<std::unique_ptr<test_client>> newcomers; // kept open: the limit stays reached
     for (int i = 0; i < 2; ++i) {
         newcomers.push_back(std::make_unique<test_client>(port));
