@@ -102,25 +102,50 @@ void worker::on_connection_closed(void* self) noexcept {
     // an idle server would hold what thousands of connections once used. Rare (a quarter of a
     // large peak gone, and the last connection of a thousand or more gone), and cheap next to
     // the closes that led here.
-    if (((w.connections_ * 4 < w.peak_ && w.peak_ >= trim_threshold) ||
-         (w.connections_ == 0 && w.closed_since_trim_ >= trim_threshold)) &&
-        !w.trim_posted_) {
-        w.peak_ = w.connections_;
+    //
+    // And down the rest of the flood's fall, at each further quarter, to the last connection:
+    // the connections that close after a trim give their request states back to the free
+    // lists (up to 256 a worker), and those, among the holes their neighbours left, pin pages
+    // the trim cannot return (about 0.5-1 MB a worker after 15,000 connections). The fall
+    // lasts as long as no newcomer lifts the count above that of the last trim.
+    const bool falling = w.peak_ == w.trimmed_at_;
+    if ((w.connections_ * 4 < w.peak_ && (w.peak_ >= trim_threshold || falling)) ||
+        (w.connections_ == 0 && w.closed_since_trim_ >= trim_threshold)) {
+        w.peak_ = w.trimmed_at_ = w.connections_;
         w.closed_since_trim_ = 0;
-        // Queued behind the frees of the connections just closed (each frees itself through
-        // the loop), so that the trim finds their memory free.
-        try {
-            boost::asio::post(w.io_, [&w] {
-                w.trim_posted_ = false;
-                connection::release_kept(); // kept objects from the peak would pin their pages
-                ::malloc_trim(0);
-            });
-            w.trim_posted_ = true;
-        } catch (...) {
-            // No memory to queue it: the next qualifying close tries again.
-        }
+        w.request_trim();
     }
     if (w.stopping_ && w.connections_ == 0) w.finish_stop();
+}
+
+void worker::request_trim() noexcept {
+    if (trim_posted_) {
+        trim_again_ = true; // the queued trim comes before the frees of these closes
+        return;
+    }
+    // Queued behind the frees of the connections just closed (each frees itself through the
+    // loop), so that the trim finds their memory free.
+    try {
+        boost::asio::post(io_, [this] { trim(); });
+        trim_posted_ = true;
+    } catch (...) {
+        // No memory to queue it: the next qualifying close tries again.
+    }
+}
+
+void worker::trim() noexcept {
+    trim_posted_ = false;
+    if (trim_again_) {
+        // More connections closed while this waited, and their frees are queued behind it:
+        // go behind them (at most once per quarter of the fall).
+        trim_again_ = false;
+        request_trim();
+        if (trim_posted_) return;
+    }
+    connection::release_kept(); // kept objects from the peak would pin their pages
+    // Every arena, not only the main one: the whole pages inside free chunks go back (madvise).
+    // A worker arena's top chunk is left to free(), which shrinks it past 128 KiB.
+    ::malloc_trim(0);
 }
 
 bool worker::free_descriptor() noexcept {

@@ -83,6 +83,8 @@ public:
 
 private:
     static void on_connection_closed(void* self) noexcept;
+    void request_trim() noexcept;
+    void trim() noexcept;
     void close_spread();
     std::vector<connection_ptr> all_connections();
     void finish_stop() noexcept;
@@ -110,9 +112,11 @@ private:
     };
     std::vector<spread_close> spread_; ///< idle connections a stop closes, earliest due first
     std::size_t spread_next_ = 0;
-    std::size_t peak_ = 0; ///< connections at the high-water mark since the last trim
+    std::size_t peak_ = 0;       ///< connections at the high-water mark since the last trim
+    std::size_t trimmed_at_ = 0; ///< connections when the last trim was decided
     std::size_t closed_since_trim_ = 0;
     bool trim_posted_ = false;
+    bool trim_again_ = false; ///< more trimming closes came while a trim was queued
     std::thread thread_;
     std::size_t connections_ = 0;
     bool stopping_ = false;
