@@ -152,6 +152,7 @@ public:
     /// The next response says Connection: close, but an idle session stays open for it (a
     /// connection past its age, or one a spread-out stop closes later if it stays idle).
     void retire() noexcept { draining_ = true; }
+    [[nodiscard]] bool retired() const noexcept { return draining_; }
 
     /// The connection is going away: a deferred answer is told and released.
     void abort() noexcept;

@@ -85,6 +85,7 @@ public:
     [[nodiscard]] bool input_waiting() const noexcept;
     /// Its next response says Connection: close; while idle it stays open.
     void retire() noexcept { session_.retire(); }
+    [[nodiscard]] bool retired() const noexcept { return session_.retired(); }
 
     /// The connection whose idle_entry this is (for walking a timeout list).
     static connection& from(void* context) noexcept { return *static_cast<connection*>(context); }

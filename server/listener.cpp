@@ -23,7 +23,7 @@ tcp::endpoint endpoint_of(const listen_address& addr) {
 
 listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
                    accept_target& target, const listen_address& addr)
-    : poll_(poll), metrics_(metrics), target_(target), addr_(addr), retry_(io) {
+    : poll_(poll), metrics_(metrics), target_(target), addr_(addr), io_(io), retry_(io) {
     const tcp::endpoint ep = endpoint_of(addr);
     const std::string where = addr.host + ":" + std::to_string(addr.port);
     const auto fail = [&](const char* what) {
@@ -111,13 +111,31 @@ bool listener::connection_waiting() const noexcept {
 
 void listener::pause() noexcept {
     // Nothing to reclaim: give connections time to end rather than retrying in a loop. The
-    // edge that brought us here is spent, so the retry accepts whatever queued meanwhile.
+    // edge that brought us here is spent, so the retry accepts whatever queued meanwhile; a
+    // connection that closes first brings it forward (resume_soon).
     paused_ = true;
     retry_.expires_after(std::chrono::milliseconds(100));
     retry_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec) return; // closed, or resumed sooner
         self->paused_ = false;
-        if (!ec) self->accept_all();
+        self->accept_all();
     });
+}
+
+void listener::resume_soon() noexcept {
+    if (!paused_ || resume_posted_ || fd_ < 0) return;
+    try {
+        boost::asio::post(io_, [self = shared_from_this()] {
+            self->resume_posted_ = false;
+            if (!self->paused_ || self->fd_ < 0) return;
+            self->paused_ = false;
+            self->retry_.cancel();
+            self->accept_all();
+        });
+        resume_posted_ = true;
+    } catch (...) {
+        // No memory to queue it: the retry comes all the same.
+    }
 }
 
 } // namespace tarry::server

@@ -54,6 +54,11 @@ public:
 
     void on_events(std::uint32_t events) noexcept override;
 
+    /// Whether it waits for descriptors before its next accept.
+    [[nodiscard]] bool paused() const noexcept { return paused_; }
+    /// A descriptor came back: accept from the loop's next turn instead of the retry's.
+    void resume_soon() noexcept;
+
 private:
     void accept_all() noexcept;
     void pause() noexcept;
@@ -64,8 +69,10 @@ private:
     accept_target& target_;
     listen_address addr_;
     int fd_ = -1;
+    boost::asio::io_context& io_;
     boost::asio::steady_timer retry_;
     bool paused_ = false;
+    bool resume_posted_ = false;
 };
 
 /// Resolves a listen_address to an endpoint ("localhost" is 127.0.0.1; names are not looked up).

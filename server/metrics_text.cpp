@@ -145,6 +145,10 @@ std::string render_metrics(const std::vector<worker*>& ws,
                  sum(ws, [](worker_metrics& m) { return m.accepted.get(); }));
     counter_line("tarry_accept_errors_total", "counter", "Failed accepts (EMFILE and others).",
                  sum(ws, [](worker_metrics& m) { return m.accept_errors.get(); }));
+    counter_line("tarry_pressure_retires_total", "counter",
+                 "At the connection limit with nothing quiet enough to close: recently used "
+                 "keep-alive connections asked to close after their next response.",
+                 sum(ws, [](worker_metrics& m) { return m.pressure_retires.get(); }));
     counter_line("tarry_connections_open", "gauge", "Connections open now.",
                  sum(ws, [](worker_metrics& m) { return m.open.get(); }));
     counter_line("tarry_connections_idle", "gauge",

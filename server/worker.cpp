@@ -115,7 +115,14 @@ void worker::on_connection_closed(void* self) noexcept {
         w.closed_since_trim_ = 0;
         w.request_trim();
     }
-    if (w.stopping_ && w.connections_ == 0) w.finish_stop();
+    if (w.stopping_ && w.connections_ == 0) {
+        w.finish_stop();
+        return;
+    }
+    // A descriptor came back: a listener waiting for one accepts now rather than at its
+    // next retry (posted: this close may come from inside that listener's accept loop).
+    for (const auto& l : w.listeners_)
+        if (l->paused()) l->resume_soon();
 }
 
 void worker::request_trim() noexcept {
@@ -178,9 +185,12 @@ bool worker::relieve_pressure() noexcept {
     // attackers reconnect at once, and each newcomer must find one old enough to take.
     const auto now = timeouts::clock::now();
     connection* oldest = nullptr;
-    if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
-        timeouts::idle_entry* e = l->front();
-        if (e != nullptr && e->idle_start() <= now - settings_.min_quiet)
+    timeouts::idle_list* keep_alive = registry_.find(settings_.keep_alive);
+    if (keep_alive != nullptr) {
+        timeouts::idle_entry* e = keep_alive->front();
+        // Its next request may be in its socket, unread in this same event batch: spared.
+        if (e != nullptr && e->idle_start() <= now - settings_.min_quiet &&
+            !connection::from(e->context()).input_waiting())
             oldest = &connection::from(e->context());
     }
     if (timeouts::idle_list* l = registry_.find(settings_.header)) {
@@ -197,9 +207,27 @@ bool worker::relieve_pressure() noexcept {
             break;
         }
     }
-    if (oldest == nullptr || !oldest->idle()) return false;
-    oldest->close(close_reason::pressure);
-    return true;
+    if (oldest != nullptr && oldest->idle()) {
+        oldest->close(close_reason::pressure);
+        return true;
+    }
+    // Nothing quiet for long enough: the newcomer waits, and the connection idle longest
+    // among the recently used is asked to close after its next response. A balancer's pool
+    // gives it up then, with no request lost, and its descriptor comes back for the newcomer
+    // (the listeners resume at the close).
+    if (keep_alive != nullptr) {
+        constexpr int scan = 64;
+        int seen = 0;
+        for (timeouts::idle_entry* e = keep_alive->front(); e != nullptr && seen < scan;
+             e = timeouts::idle_list::next(*e), ++seen) {
+            connection& c = connection::from(e->context());
+            if (c.retired()) continue;
+            c.retire();
+            metrics_.pressure_retires.add();
+            break;
+        }
+    }
+    return false;
 }
 
 std::vector<connection_ptr> worker::all_connections() {

@@ -46,6 +46,7 @@ struct worker_metrics {
     counter open;
     counter requests;
     counter saved_at_timeout; ///< keep-alive deadlines that found a request waiting, served it
+    counter pressure_retires; ///< at the limit, recently used connections asked to close next
     std::array<counter, static_cast<std::size_t>(close_reason::count_)> closes;
     std::array<counter, static_cast<std::size_t>(conn_phase::count_)> phases;
 

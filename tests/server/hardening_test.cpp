@@ -337,5 +337,68 @@ TEST_F(HardeningTest, PressureTakesASilentConnectionOnceItsQuietTimeHasPassed) {
     EXPECT_FALSE(silent[2]->closed());
 }
 
+TEST_F(HardeningTest, AtTheLimitARecentlyUsedConnectionClosesAfterItsNextResponse) {
+    // A balancer's pool, all used a moment ago: closing one could cross a request on its way.
+    // The newcomer is served from the reserve, and the connection idle longest is asked to
+    // close after its next response, which tells the balancer to let it go.
+    cfg.max_connections = 2;
+    cfg.keep_alive_min_timeout = 20s;
+    start();
+    test_client a(port);
+    test_client b(port);
+    for (test_client* c : {&a, &b}) {
+        ASSERT_TRUE(c->send(get));
+        ASSERT_TRUE(c->read_response());
+    }
+    test_client newcomer(port);
+    ASSERT_TRUE(newcomer.send(get));
+    auto r = newcomer.read_response(2s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_FALSE(a.wait_closed(100ms)); // not closed idle: a request may be on its way
+    ASSERT_TRUE(a.send(get));
+    auto last = a.read_response(2s);
+    ASSERT_TRUE(last);
+    EXPECT_EQ(last->status, 200);
+    EXPECT_TRUE(last->has("Connection: close"));
+    EXPECT_TRUE(a.wait_closed(2s));
+    // b, used after a, was left alone; nothing was closed for pressure.
+    ASSERT_TRUE(b.send(get));
+    auto kept = b.read_response(2s);
+    ASSERT_TRUE(kept);
+    EXPECT_FALSE(kept->has("Connection: close"));
+    EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
+    EXPECT_EQ(srv->workers()[0]->metrics().pressure_retires.get(), 1);
+}
+
+TEST_F(HardeningTest, AtTheLimitEachNewcomerRetiresOneMoreAndNoneTwice) {
+    // Newcomers one after another while everything was used a moment ago: each asks one more
+    // connection to close next, oldest first, and never the same one twice.
+    cfg.max_connections = 3;
+    cfg.keep_alive_min_timeout = 20s;
+    start();
+    std::vector<std::unique_ptr<test_client>> pool;
+    for (int i = 0; i < 3; ++i) {
+        pool.push_back(std::make_unique<test_client>(port));
+        ASSERT_TRUE(pool.back()->send(get));
+        ASSERT_TRUE(pool.back()->read_response());
+    }
+    std::vector<std::unique_ptr<test_client>> newcomers;
+    for (int i = 0; i < 2; ++i) {
+        newcomers.push_back(std::make_unique<test_client>(port));
+        ASSERT_TRUE(newcomers.back()->send(get));
+        ASSERT_TRUE(newcomers.back()->read_response(2s)) << "newcomer " << i;
+    }
+    EXPECT_EQ(srv->workers()[0]->metrics().pressure_retires.get(), 2);
+    for (int i = 0; i < 3; ++i) {
+        test_client& c = *pool[static_cast<std::size_t>(i)];
+        ASSERT_TRUE(c.send(get));
+        auto r = c.read_response(2s);
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->has("Connection: close"), i < 2) << i;
+    }
+    EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
+}
+
 } // namespace
 } // namespace tarry::test
