@@ -145,7 +145,7 @@ TEST(BinaryTest, CheckConfigAcceptsTheExample) {
 }
 
 TEST(BinaryTest, SigtermWithARequestInFlightAnswersItAndExitsZero) {
-    const std::uint16_t port = static_cast<std::uint16_t>(20000 + ::getpid() % 20000);
+    const std::uint16_t port = free_port();
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {

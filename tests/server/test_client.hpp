@@ -19,6 +19,20 @@ namespace tarry::test {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
+/// A loopback port nobody listens on, for a server started as a child process: the kernel
+/// picks it, so it is not one a client's connection is using at that moment.
+inline std::uint16_t free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
 struct response {
     int status = 0;
     std::string head;
