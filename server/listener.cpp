@@ -75,17 +75,26 @@ void listener::on_events(std::uint32_t) noexcept {
 
 void listener::accept_all() noexcept {
     while (fd_ >= 0) {
-        const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) {
+        if (target_.at_connection_limit()) {
             // At the limit, make room by reclaiming the oldest idle connection, as nginx does
             // for a connection it has accepted; only for a real newcomer, never ahead of one.
-            if (target_.at_connection_limit() && !target_.relieve_pressure()) {
-                // Nothing idle to give up: serve this one past the limit (the limit keeps a
-                // reserve), and let the rest wait in the backlog until connections end.
-                target_.accept(fd);
+            if (!connection_waiting()) return; // the next one raises a new edge
+            if (!target_.relieve_pressure()) {
+                // Nothing idle to give up: a few newcomers go past the limit, into the reserve
+                // the limit keeps; the rest wait in the backlog until connections end (a
+                // retired one soon does), and the files and logs keep their descriptors.
+                if (!target_.may_exceed_limit()) {
+                    pause();
+                    return;
+                }
+                const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd >= 0) target_.accept(fd);
                 pause();
                 return;
             }
+        }
+        const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
             target_.accept(fd);
             continue;
         }

@@ -16,6 +16,8 @@ class accept_target {
 public:
     virtual void accept(int fd) noexcept = 0;
     [[nodiscard]] virtual bool at_connection_limit() const noexcept = 0;
+    /// Whether one more connection may go past the limit, into the reserve it keeps.
+    [[nodiscard]] virtual bool may_exceed_limit() const noexcept = 0;
     /// Closes an idle client connection, to stay within the connection limit. Returns whether
     /// it did.
     virtual bool relieve_pressure() noexcept = 0;
