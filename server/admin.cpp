@@ -77,7 +77,7 @@ struct admin_session : std::enable_shared_from_this<admin_session> {
 
 admin::admin(boost::asio::io_context& io, const listen_address& addr,
              std::function<std::string()> metrics, std::function<bool()> healthy)
-    : acceptor_(io), metrics_(std::move(metrics)), healthy_(std::move(healthy)) {
+    : acceptor_(io), retry_(io), metrics_(std::move(metrics)), healthy_(std::move(healthy)) {
     const tcp::endpoint ep = endpoint_of(addr);
     boost::system::error_code ec;
     acceptor_.open(ep.protocol(), ec);
@@ -96,6 +96,7 @@ void admin::start() {
 void admin::close() noexcept {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    retry_.cancel();
 }
 
 tcp::endpoint admin::local_endpoint() const {
@@ -104,8 +105,19 @@ tcp::endpoint admin::local_endpoint() const {
 
 void admin::do_accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
-        if (ec == boost::asio::error::operation_aborted) return;
-        if (!ec) std::make_shared<admin_session>(std::move(s), metrics_, healthy_)->start();
+        if (ec == boost::asio::error::operation_aborted || !acceptor_.is_open()) return;
+        if (!ec) {
+            std::make_shared<admin_session>(std::move(s), metrics_, healthy_)->start();
+        } else if (ec != boost::asio::error::connection_aborted) {
+            // Out of descriptors (or memory): accept fails at once and again at every retry,
+            // a connection waiting or not, so retrying now would spin this thread until the
+            // workers free one. Wait as their listeners do.
+            retry_.expires_after(std::chrono::milliseconds(100));
+            retry_.async_wait([this](boost::system::error_code e) {
+                if (!e) do_accept();
+            });
+            return;
+        }
         do_accept();
     });
 }

@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <functional>
 #include <string>
@@ -27,6 +28,7 @@ private:
     void do_accept();
 
     boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::steady_timer retry_; ///< out of descriptors: the next accept waits
     std::function<std::string()> metrics_;
     std::function<bool()> healthy_;
 };

@@ -246,13 +246,17 @@ TEST_F(PressureTest, EmfileReclaimsOldestIdleConnections) {
     keeps_answering(port);
 }
 
-TEST_F(PressureTest, NothingToReclaimPausesInsteadOfSpinning) {
-    start({"--max-connections", "100000", "--header-timeout", "30s"});
-    // Connections that sent nothing are not idle keep-alive connections: nothing to reclaim.
+/// Holds the server at its descriptor limit with connections mid-request (never reclaimed),
+/// checks it burns no CPU there, then lets them go and expects it to serve again.
+/// A connection to `knock` waits through it too (the admin endpoint's, say).
+void waits_at_the_limit(pid_t pid, std::uint16_t port, std::uint16_t knock = 0) {
     std::vector<std::unique_ptr<test_client>> held;
-    for (int i = 0; i < 100; ++i)
+    for (int i = 0; i < 100; ++i) {
         held.push_back(std::make_unique<test_client>(port));
+        (void)held.back()->send("GET / HTTP/1.1\r\n");
+    }
     std::this_thread::sleep_for(300ms);
+    if (knock != 0) held.push_back(std::make_unique<test_client>(knock));
     const double before = cpu_seconds(pid);
     std::this_thread::sleep_for(1s);
     const double used = cpu_seconds(pid) - before;
@@ -265,6 +269,29 @@ TEST_F(PressureTest, NothingToReclaimPausesInsteadOfSpinning) {
         if (!served) std::this_thread::sleep_for(50ms);
     }
     EXPECT_TRUE(served);
+}
+
+TEST_F(PressureTest, NothingToReclaimPausesInsteadOfSpinning) {
+    start({"--max-connections", "100000", "--header-timeout", "30s"});
+    waits_at_the_limit(pid, port);
+}
+
+TEST_F(PressureTest, AtTheDescriptorLimitTheAdminEndpointWaitsInsteadOfSpinning) {
+    // A health check arrives while the process is out of descriptors: its accept fails with
+    // EMFILE, and would again at once if retried at once.
+    const std::uint16_t admin = free_port();
+    start({"--max-connections", "100000", "--header-timeout", "30s", "--admin-listen",
+           "127.0.0.1:" + std::to_string(admin)});
+    waits_at_the_limit(pid, port, admin);
+    bool healthy = false;
+    for (int i = 0; i < 100 && !healthy; ++i) {
+        test_client c(admin);
+        const auto r =
+            c.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n") ? c.read_response(1s) : std::nullopt;
+        healthy = r && r->status == 200;
+        if (!healthy) std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_TRUE(healthy);
 }
 
 } // namespace
