@@ -77,6 +77,10 @@ public:
     [[nodiscard]] conn_phase phase() const noexcept { return phase_; }
     /// Whether closing it now loses nothing: waiting for a request with no byte of it received.
     [[nodiscard]] bool idle() const noexcept;
+    /// Whether it was answered and only reads to discard (a refused body, or lingering).
+    [[nodiscard]] bool discarding() const noexcept {
+        return !closed_ && (phase_ == conn_phase::discard || phase_ == conn_phase::linger);
+    }
     /// When it last did something: its last response (keep-alive) or its accept (a new one).
     [[nodiscard]] timeouts::clock::time_point last_active() const noexcept {
         return idle_.idle_start();

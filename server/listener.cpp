@@ -73,22 +73,22 @@ void listener::on_events(std::uint32_t) noexcept {
     if (!paused_) accept_all();
 }
 
-void listener::accept_all() noexcept {
+void listener::accept_all(bool past_limit) noexcept {
     while (fd_ >= 0) {
         if (target_.at_connection_limit()) {
             // At the limit, make room by reclaiming the oldest idle connection, as nginx does
             // for a connection it has accepted; only for a real newcomer, never ahead of one.
             if (!connection_waiting()) return; // the next one raises a new edge
             if (!target_.relieve_pressure()) {
-                // Nothing idle to give up: a few newcomers go past the limit, into the reserve
-                // the limit keeps; the rest wait in the backlog until connections end (a
-                // retired one soon does), and the files and logs keep their descriptors.
-                if (!target_.may_exceed_limit()) {
-                    pause();
-                    return;
+                // Nothing idle to give up: one newcomer goes past the limit, into its share of
+                // the reserve the limit keeps, and the rest wait in the backlog: for the retry,
+                // or for a close, which takes one within the limit only. (Taking one past the
+                // limit at every close, or at every retry without a bound, let silent
+                // attackers' reconnections eat the whole reserve, which files need too.)
+                if (past_limit && target_.may_exceed_limit()) {
+                    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                    if (fd >= 0) target_.accept(fd);
                 }
-                const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd >= 0) target_.accept(fd);
                 pause();
                 return;
             }
@@ -139,7 +139,7 @@ void listener::resume_soon() noexcept {
             if (!self->paused_ || self->fd_ < 0) return;
             self->paused_ = false;
             self->retry_.cancel();
-            self->accept_all();
+            self->accept_all(false);
         });
         resume_posted_ = true;
     } catch (...) {

@@ -62,7 +62,8 @@ public:
     void resume_soon() noexcept;
 
 private:
-    void accept_all() noexcept;
+    /// Accepts until EAGAIN; at the limit with nothing to reclaim, one past it if allowed.
+    void accept_all(bool past_limit = true) noexcept;
     void pause() noexcept;
     [[nodiscard]] bool connection_waiting() const noexcept;
 

@@ -174,9 +174,10 @@ bool worker::relieve_pressure() noexcept {
         }
         return false;
     }
-    // The oldest idle connection, of two kinds: the head of the keep-alive list (idle longest
-    // since its last response), and the first connection of the header list that has sent
-    // nothing yet (a silent one; the others there are mid-request and are never reclaimed).
+    // The oldest idle connection, of three kinds: the head of the keep-alive list (idle longest
+    // since its last response), the first connection of the header list that has sent nothing
+    // yet (a silent one; the others there are mid-request and are never reclaimed), and one
+    // that was answered and only discards what it is still sent.
     // Neither kind is taken the moment it went quiet: a keep-alive connection used within
     // keep_alive_min_timeout is likely in a balancer's pool with a request on its way, and a
     // connection accepted within a tenth of that likely has its first request on the wire (a
@@ -207,7 +208,22 @@ bool worker::relieve_pressure() noexcept {
             break;
         }
     }
-    if (oldest != nullptr && oldest->idle()) {
+    if (timeouts::idle_list* l = registry_.find(settings_.linger)) {
+        // Answered already, and reading only to discard what its client still sends (a refused
+        // body, say): closing it costs the courtesy, not a request, where keeping it would let
+        // trickled bodies hold their descriptors for lingering_time.
+        constexpr int scan = 64;
+        int seen = 0;
+        for (timeouts::idle_entry* e = l->front();
+             e != nullptr && seen < scan && e->idle_start() <= now - settings_.min_quiet;
+             e = timeouts::idle_list::next(*e), ++seen) {
+            connection& c = connection::from(e->context());
+            if (!c.discarding()) continue;
+            if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
+            break;
+        }
+    }
+    if (oldest != nullptr && (oldest->idle() || oldest->discarding())) {
         oldest->close(close_reason::pressure);
         return true;
     }

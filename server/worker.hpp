@@ -77,11 +77,8 @@ public:
     [[nodiscard]] bool at_connection_limit() const noexcept override {
         return settings_.max_connections != 0 && connections_ >= settings_.max_connections;
     }
-    /// A sixteenth of the limit, and one: served at once while a retired connection finishes,
-    /// and a small share of the reserve, which files and logs need too.
     [[nodiscard]] bool may_exceed_limit() const noexcept override {
-        const std::size_t max = settings_.max_connections;
-        return connections_ < max + max / 16 + 1;
+        return connections_ < settings_.max_connections + settings_.past_limit;
     }
     /// Closes the longest-idle keep-alive connection, if any. Returns whether it did.
     bool relieve_pressure() noexcept override;

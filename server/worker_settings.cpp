@@ -44,16 +44,18 @@ worker_settings worker_settings::from(const config& cfg, const http::router* rou
     s.in_buffer_bytes = std::max<std::size_t>(cfg.max_header_bytes + 1024, 8 * std::size_t{1024});
 
     std::size_t max = cfg.max_connections;
-    if (max == 0) {
-        rlimit rl{};
-        if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-            // Keep some descriptors for listeners, files being served and logs.
-            const auto cur = static_cast<std::size_t>(rl.rlim_cur);
-            max = cur - std::min<std::size_t>(64, cur / 4);
-        }
-    }
+    std::size_t files = 0; // the open-file limit, when there is one
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        files = static_cast<std::size_t>(rl.rlim_cur);
+    // Keep some descriptors for listeners, files being served and logs.
+    if (max == 0 && files != 0) max = files - std::min<std::size_t>(64, files / 4);
     const unsigned n = std::max(1U, workers);
     s.max_connections = max == 0 ? 0 : std::max<std::size_t>(1, (max + n - 1) / n);
+    // Past the limit, newcomers that find nothing to reclaim may take half of this worker's
+    // share of what the limit leaves: the other half stays for files, logs and upstreams.
+    const std::size_t reserve = files > max ? (files - max) / n : 0;
+    s.past_limit = std::max<std::size_t>(1, reserve / 2);
     return s;
 }
 

@@ -31,6 +31,7 @@ struct worker_settings {
     bool timeouts = true;
     std::size_t in_buffer_bytes = 0;    ///< the most a read buffer grows to (a whole header)
     std::size_t max_connections = 0;    ///< this worker's share; 0: no limit
+    std::size_t past_limit = 1;         ///< newcomers served past it, into the reserve
     class access_log* access = nullptr; ///< null: access log off
 
     [[nodiscard]] timeouts::clock::duration timeout_for(conn_phase p) const noexcept {
