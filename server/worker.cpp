@@ -174,56 +174,45 @@ bool worker::relieve_pressure() noexcept {
         }
         return false;
     }
-    // The oldest idle connection, of three kinds: the head of the keep-alive list (idle longest
-    // since its last response), the first connection of the header list that has sent nothing
-    // yet (a silent one; the others there are mid-request and are never reclaimed), and one
-    // that was answered and only discards what it is still sent.
-    // Neither kind is taken the moment it went quiet: a keep-alive connection used within
-    // keep_alive_min_timeout is likely in a balancer's pool with a request on its way, and a
-    // connection accepted within a tenth of that likely has its first request on the wire (a
-    // balancer sends it right behind the handshake, a network delays it). Better to make the
-    // newcomer wait than to close either under a request. The second grace is shorter: silent
-    // attackers reconnect at once, and each newcomer must find one old enough to take.
+    // The oldest idle connection, of three kinds: a keep-alive one (idle longest since its last
+    // response), a silent one (accepted, nothing received; the others in the header list are
+    // mid-request and are never reclaimed), and one that was answered and only discards what
+    // it is still sent (closing it costs the courtesy, not a request, where keeping it would
+    // let trickled bodies hold their descriptors for lingering_time). None is taken the moment
+    // it went quiet: a keep-alive connection used within keep_alive_min_timeout is likely in a
+    // balancer's pool with a request on its way, and a connection accepted within a tenth of
+    // that likely has its first request on the wire (a balancer sends it right behind the
+    // handshake, a network delays it). Better to make the newcomer wait than to close one under
+    // a request. The silent grace is shorter: silent attackers reconnect at once, and each
+    // newcomer must find one old enough to take. A peek spares one whose request is in its
+    // socket, unread in this same event batch.
     const auto now = timeouts::clock::now();
+    const auto quiet = now - settings_.min_quiet;
     connection* oldest = nullptr;
-    timeouts::idle_list* keep_alive = registry_.find(settings_.keep_alive);
-    if (keep_alive != nullptr) {
-        timeouts::idle_entry* e = keep_alive->front();
-        // Its next request may be in its socket, unread in this same event batch: spared.
-        if (e != nullptr && e->idle_start() <= now - settings_.min_quiet &&
-            !connection::from(e->context()).input_waiting())
-            oldest = &connection::from(e->context());
-    }
-    if (timeouts::idle_list* l = registry_.find(settings_.header)) {
-        const auto silent_since = now - settings_.min_quiet / 10;
-        constexpr int scan = 64; // bounded: a list full of slow requests is not walked whole
-        int seen = 0;
-        for (timeouts::idle_entry* e = l->front();
-             e != nullptr && seen < scan && e->idle_start() <= silent_since;
-             e = timeouts::idle_list::next(*e), ++seen) {
-            connection& c = connection::from(e->context());
-            // Its request may be in the socket unread: not silent.
-            if (!c.idle() || c.input_waiting()) continue;
-            if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
-            break;
-        }
-    }
-    if (timeouts::idle_list* l = registry_.find(settings_.linger)) {
-        // Answered already, and reading only to discard what its client still sends (a refused
-        // body, say): closing it costs the courtesy, not a request, where keeping it would let
-        // trickled bodies hold their descriptors for lingering_time.
+    const auto consider = [&](timeouts::clock::duration d, timeouts::clock::time_point since,
+                              auto reclaimable) {
+        timeouts::idle_list* l = registry_.find(d);
+        if (l == nullptr) return;
+        // Lists are per duration, shared by phases: the first that fits, in a bounded walk.
         constexpr int scan = 64;
         int seen = 0;
         for (timeouts::idle_entry* e = l->front();
-             e != nullptr && seen < scan && e->idle_start() <= now - settings_.min_quiet;
+             e != nullptr && seen < scan && e->idle_start() <= since;
              e = timeouts::idle_list::next(*e), ++seen) {
             connection& c = connection::from(e->context());
-            if (!c.discarding()) continue;
+            if (!reclaimable(c)) continue;
             if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
-            break;
+            return;
         }
-    }
-    if (oldest != nullptr && (oldest->idle() || oldest->discarding())) {
+    };
+    const auto idle_now = [](const connection& c) { return c.idle() && !c.input_waiting(); };
+    consider(settings_.keep_alive, quiet, [&](const connection& c) {
+        return c.phase() == conn_phase::keep_alive && idle_now(c);
+    });
+    consider(settings_.header, now - settings_.min_quiet / 10,
+             [&](const connection& c) { return c.phase() == conn_phase::header && idle_now(c); });
+    consider(settings_.linger, quiet, [](const connection& c) { return c.discarding(); });
+    if (oldest != nullptr) {
         oldest->close(close_reason::pressure);
         return true;
     }
@@ -231,13 +220,13 @@ bool worker::relieve_pressure() noexcept {
     // among the recently used is asked to close after its next response. A balancer's pool
     // gives it up then, with no request lost, and its descriptor comes back for the newcomer
     // (the listeners resume at the close).
-    if (keep_alive != nullptr) {
+    if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
         constexpr int scan = 64;
         int seen = 0;
-        for (timeouts::idle_entry* e = keep_alive->front(); e != nullptr && seen < scan;
+        for (timeouts::idle_entry* e = l->front(); e != nullptr && seen < scan;
              e = timeouts::idle_list::next(*e), ++seen) {
             connection& c = connection::from(e->context());
-            if (c.retired()) continue;
+            if (c.phase() != conn_phase::keep_alive || c.retired()) continue;
             c.retire();
             metrics_.pressure_retires.add();
             break;

@@ -427,5 +427,30 @@ TEST_F(HardeningTest, PressureTakesAConnectionThatOnlyDiscardsARefusedBody) {
     EXPECT_FALSE(other.closed()); // the keep-alive one, quiet for less long, is left alone
 }
 
+TEST_F(HardeningTest, AKeepAliveConnectionIsNotTakenAsSilentWhenTheirListsAreOne) {
+    // Timeout lists are per duration: with the keep-alive deadline equal to header_timeout,
+    // keep-alive and new connections share one. A keep-alive connection past the silent grace (a
+    // tenth of keep_alive_min_timeout) but within the quiet time is still spared, and retired
+    // instead.
+    cfg.max_connections = 2;
+    cfg.keep_alive_timeout = 30s;
+    cfg.header_timeout = 30s + server::keep_alive_allowance; // the keep-alive list's duration
+    cfg.keep_alive_min_timeout = 5s;                         // silent grace 500 ms
+    start();
+    test_client a(port);
+    test_client b(port);
+    for (test_client* c : {&a, &b}) {
+        ASSERT_TRUE(c->send(get));
+        ASSERT_TRUE(c->read_response());
+    }
+    std::this_thread::sleep_for(700ms);
+    test_client newcomer(port);
+    ASSERT_TRUE(newcomer.send(get));
+    ASSERT_TRUE(newcomer.read_response(2s));
+    EXPECT_FALSE(a.wait_closed(100ms));
+    EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
+    EXPECT_EQ(srv->workers()[0]->metrics().pressure_retires.get(), 1);
+}
+
 } // namespace
 } // namespace tarry::test
