@@ -23,7 +23,7 @@ tcp::endpoint endpoint_of(const listen_address& addr) {
 
 listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
                    accept_target& target, const listen_address& addr)
-    : poll_(poll), metrics_(metrics), target_(target), addr_(addr), io_(io), retry_(io) {
+    : poll_(poll), metrics_(metrics), target_(target), addr_(addr), retry_(io) {
     const tcp::endpoint ep = endpoint_of(addr);
     const std::string where = addr.host + ":" + std::to_string(addr.port);
     const auto fail = [&](const char* what) {
@@ -134,7 +134,7 @@ void listener::pause() noexcept {
 void listener::resume_soon() noexcept {
     if (!paused_ || resume_posted_ || fd_ < 0) return;
     try {
-        boost::asio::post(io_, [self = shared_from_this()] {
+        boost::asio::post(retry_.get_executor(), [self = shared_from_this()] {
             self->resume_posted_ = false;
             if (!self->paused_ || self->fd_ < 0) return;
             self->paused_ = false;

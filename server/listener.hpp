@@ -18,8 +18,9 @@ public:
     [[nodiscard]] virtual bool at_connection_limit() const noexcept = 0;
     /// Whether one more connection may go past the limit, into the reserve it keeps.
     [[nodiscard]] virtual bool may_exceed_limit() const noexcept = 0;
-    /// Closes an idle client connection, to stay within the connection limit. Returns whether
-    /// it did.
+    /// Closes a quiet client connection, to stay within the connection limit, or, with none
+    /// quiet enough, asks a recently used one to close after its next response. Returns
+    /// whether it closed one.
     virtual bool relieve_pressure() noexcept = 0;
     /// Out of descriptors: closes something idle (an idle upstream connection first, then a
     /// client connection as relieve_pressure does). Returns whether it did.
@@ -72,7 +73,6 @@ private:
     accept_target& target_;
     listen_address addr_;
     int fd_ = -1;
-    boost::asio::io_context& io_;
     boost::asio::steady_timer retry_;
     bool paused_ = false;
     bool resume_posted_ = false;

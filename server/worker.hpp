@@ -80,7 +80,7 @@ public:
     [[nodiscard]] bool may_exceed_limit() const noexcept override {
         return connections_ < settings_.max_connections + settings_.past_limit;
     }
-    /// Closes the longest-idle keep-alive connection, if any. Returns whether it did.
+    /// The oldest quiet connection closes, or the recently used one idle longest is retired.
     bool relieve_pressure() noexcept override;
     bool free_descriptor() noexcept override;
 

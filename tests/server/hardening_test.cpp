@@ -29,6 +29,17 @@ long rss_kib() {
 
 using HardeningTest = ServerTest;
 
+/// n keep-alive connections, each used once and left idle: a balancer's pool, say.
+std::vector<std::unique_ptr<test_client>> used_connections(std::uint16_t port, int n) {
+    std::vector<std::unique_ptr<test_client>> pool;
+    for (int i = 0; i < n; ++i) {
+        pool.push_back(std::make_unique<test_client>(port));
+        EXPECT_TRUE(pool.back()->send(get));
+        EXPECT_TRUE(pool.back()->read_response());
+    }
+    return pool;
+}
+
 TEST_F(HardeningTest, EmptyLinesDoNotKeepAnIdleConnectionAlive) {
     cfg.keep_alive_timeout = 500ms;
     start();
@@ -344,12 +355,9 @@ TEST_F(HardeningTest, AtTheLimitARecentlyUsedConnectionClosesAfterItsNextRespons
     cfg.max_connections = 2;
     cfg.keep_alive_min_timeout = 20s;
     start();
-    test_client a(port);
-    test_client b(port);
-    for (test_client* c : {&a, &b}) {
-        ASSERT_TRUE(c->send(get));
-        ASSERT_TRUE(c->read_response());
-    }
+    auto pool = used_connections(port, 2);
+    test_client& a = *pool[0];
+    test_client& b = *pool[1];
     test_client newcomer(port);
     ASSERT_TRUE(newcomer.send(get));
     auto r = newcomer.read_response(2s);
@@ -377,12 +385,7 @@ TEST_F(HardeningTest, AtTheLimitEachNewcomerRetiresOneMoreAndNoneTwice) {
     cfg.max_connections = 3;
     cfg.keep_alive_min_timeout = 20s;
     start();
-    std::vector<std::unique_ptr<test_client>> pool;
-    for (int i = 0; i < 3; ++i) {
-        pool.push_back(std::make_unique<test_client>(port));
-        ASSERT_TRUE(pool.back()->send(get));
-        ASSERT_TRUE(pool.back()->read_response());
-    }
+    auto pool = used_connections(port, 3);
     std::vector<std::unique_ptr<test_client>> newcomers;
     for (int i = 0; i < 2; ++i) {
         newcomers.push_back(std::make_unique<test_client>(port));
@@ -437,12 +440,8 @@ TEST_F(HardeningTest, AKeepAliveConnectionIsNotTakenAsSilentWhenTheirListsAreOne
     cfg.header_timeout = 30s + server::keep_alive_allowance; // the keep-alive list's duration
     cfg.keep_alive_min_timeout = 5s;                         // silent grace 500 ms
     start();
-    test_client a(port);
-    test_client b(port);
-    for (test_client* c : {&a, &b}) {
-        ASSERT_TRUE(c->send(get));
-        ASSERT_TRUE(c->read_response());
-    }
+    auto pool = used_connections(port, 2);
+    test_client& a = *pool[0];
     std::this_thread::sleep_for(700ms);
     test_client newcomer(port);
     ASSERT_TRUE(newcomer.send(get));
@@ -450,6 +449,33 @@ TEST_F(HardeningTest, AKeepAliveConnectionIsNotTakenAsSilentWhenTheirListsAreOne
     EXPECT_FALSE(a.wait_closed(100ms));
     EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
     EXPECT_EQ(srv->workers()[0]->metrics().pressure_retires.get(), 1);
+}
+
+TEST_F(HardeningTest, ARetiredConnectionStillMeetsAGracefulStopInOrder) {
+    // Pressure asked a to close after its next response; then the operator stops the server.
+    // a's request during the stop is answered with Connection: close, the idle ones close
+    // after their quiet time, nothing is closed for pressure, and the server exits.
+    cfg.max_connections = 2;
+    cfg.keep_alive_min_timeout = 1s;
+    cfg.close_spread_time = 200ms;
+    start();
+    auto pool = used_connections(port, 2);
+    test_client newcomer(port);
+    ASSERT_TRUE(newcomer.send(get));
+    ASSERT_TRUE(newcomer.read_response(2s));
+    EXPECT_EQ(srv->workers()[0]->metrics().pressure_retires.get(), 1);
+    srv->stop();
+    ASSERT_TRUE(pool[0]->send(get));
+    auto r = pool[0]->read_response(2s);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->has("Connection: close"));
+    EXPECT_TRUE(pool[0]->wait_closed(2s));
+    EXPECT_TRUE(pool[1]->wait_closed(4s));
+    EXPECT_TRUE(newcomer.wait_closed(4s));
+    EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
+    runner.join();
+    srv.reset();
 }
 
 } // namespace
