@@ -28,9 +28,6 @@ public:
     /// The worker is stopping: let go of what is idle (a proxy's pooled upstream connections),
     /// since anything left waiting keeps the worker's loop from ending.
     virtual void stop() noexcept {}
-    /// The worker is out of descriptors: close one idle descriptor of the handler's own (a
-    /// pooled upstream connection) if there is one. True if one was closed.
-    virtual bool shed_idle() noexcept { return false; }
 };
 
 /// The state of a request a handler answers later (see exchange::defer). The session calls it

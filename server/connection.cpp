@@ -1,6 +1,7 @@
 #include "connection.hpp"
 
 #include "access_log.hpp"
+#include "client_kinds.hpp"
 
 #include <tarry/timeouts/timeout_registry.hpp>
 
@@ -154,7 +155,7 @@ void connection::run_drive() noexcept {
 }
 
 bool connection::idle() const noexcept {
-    return !closed_ && (phase_ == conn_phase::keep_alive ||
+    return !closed_ && (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent ||
                         (phase_ == conn_phase::header && in_len_ == 0 && !out_));
 }
 
@@ -388,6 +389,8 @@ void connection::wait(bool writable) {
         enter(session_.discarding() ? conn_phase::discard : conn_phase::body, true);
     } else if (in_len_ != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
         enter(conn_phase::header, answered); // a total from the request's first byte
+    } else if (phase_ == conn_phase::silent && session_.requests() == 0) {
+        enter(conn_phase::silent, false); // from accept: empty lines do not move it
     } else {
         enter(conn_phase::keep_alive, answered);
         release_buffers(); // idle: hold nothing but the socket
@@ -417,13 +420,29 @@ void connection::enter(conn_phase p, bool touch_if_same) {
         return;
     }
     const timeouts::clock::duration d = s.timeout_for(p);
-    if (same && idle_.idle_timeout() == d) {
+    const timeouts::timeout_kind& k = kind_for(p);
+    if (same && idle_.idle_timeout() == d && idle_.kind() == &k) {
         if (touch_if_same) timeout_registry::touch(idle_);
         return;
     }
     // A new phase, or a reload changed this phase's duration: move lists.
-    ctx_.registry.enroll(idle_, d);
+    ctx_.registry.enroll(idle_, k, d);
     if (!same) phase_start_ = idle_.idle_start();
+}
+
+const timeouts::timeout_kind& connection::kind_for(conn_phase p) const noexcept {
+    if (p == conn_phase::keep_alive && session_.retired()) return client_kinds::retired;
+    return client_kinds::of(p);
+}
+
+void connection::retire_idle() noexcept {
+    session_.retire();
+    if (phase_ != conn_phase::keep_alive || !idle_.enrolled()) return;
+    try {
+        ctx_.registry.enroll(idle_, client_kinds::retired, ctx_.settings.keep_alive);
+    } catch (...) {
+        // Out of memory for the retired list: it stays where it was, retired all the same.
+    }
 }
 
 bool connection::input_waiting() const noexcept {
@@ -437,7 +456,7 @@ void connection::leave_timeouts() noexcept {
 
 void connection::join_timeouts() {
     if (closed_ || phase_ == conn_phase::waiting) return;
-    ctx_.registry.enroll(idle_, ctx_.settings.timeout_for(phase_));
+    ctx_.registry.enroll(idle_, kind_for(phase_), ctx_.settings.timeout_for(phase_));
 }
 
 void connection::on_timeout() noexcept {
@@ -456,6 +475,9 @@ void connection::on_timeout() noexcept {
     }
     case conn_phase::discard:
         close(close_reason::body_timeout);
+        return;
+    case conn_phase::silent:
+        close(close_reason::header_timeout); // nothing arrived: nothing to say
         return;
     case conn_phase::header:
     case conn_phase::body:

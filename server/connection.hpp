@@ -35,11 +35,14 @@ struct in_buffer {
 /// connection holds no read buffer, no parser, no output buffer and no pending operation: they
 /// come from per-thread free lists when bytes arrive and go back when the response is written.
 ///
-/// The connection is always enrolled in exactly one timeout list, the one for its phase:
-///   header     - from accept (first request) or first byte, until the header is complete; total
+/// The connection is always enrolled in exactly one timeout list, the one for its phase's kind
+/// (client_kinds) and duration:
+///   silent     - from accept until the first byte; closed silently at header_timeout
+///   header     - from the first byte of a request until its header is complete; total
 ///   body       - between two reads of a request body; touched on every read
 ///   send       - between two writes of a response the client is not draining; touched on progress
-///   keep_alive - idle between requests; touched when a response is fully written
+///   keep_alive - idle between requests; touched when a response is fully written (in the
+///                retired kind instead once pressure asked it to close after its next response)
 ///   linger     - after an error response, reading and discarding until the client closes
 ///   waiting    - in no list: the request is read and its handler answers later (the handler's
 ///                own timeouts, such as an upstream's, bound the wait)
@@ -89,10 +92,15 @@ public:
     [[nodiscard]] bool input_waiting() const noexcept;
     /// Its next response says Connection: close; while idle it stays open.
     void retire() noexcept { session_.retire(); }
+    /// retire(), for a keep-alive connection pressure chose: it moves to the retired kind, so
+    /// that the next newcomer finds another at the head of the keep-alive kind.
+    void retire_idle() noexcept;
     [[nodiscard]] bool retired() const noexcept { return session_.retired(); }
 
-    /// The connection whose idle_entry this is (for walking a timeout list).
-    static connection& from(void* context) noexcept { return *static_cast<connection*>(context); }
+    /// The connection whose idle_entry `e` is (walking a client kind's list): checked.
+    static connection& from(const timeouts::idle_entry& e) noexcept {
+        return e.owner<connection>();
+    }
     /// Frees the buffers and request states this thread keeps for reuse (after a flood).
     static void release_kept() noexcept;
 
@@ -112,6 +120,7 @@ private:
     bool send_file();
     void wait(bool writable);
     void enter(conn_phase p, bool touch_if_same);
+    [[nodiscard]] const timeouts::timeout_kind& kind_for(conn_phase p) const noexcept;
     void finish();
     void on_timeout() noexcept;
     void release_buffers() noexcept;
@@ -129,7 +138,7 @@ private:
     timeouts::clock::time_point born_{};        ///< accepted (for max_connection_age)
     std::uint32_t out_off_ = 0;                 ///< bytes of out_ already written
     int fd_;
-    conn_phase phase_ = conn_phase::header;
+    conn_phase phase_ = conn_phase::silent;
     bool closed_ = false;
     bool peer_eof_ = false;
     bool readable_ = false; ///< an input edge arrived and recv has not said EAGAIN since

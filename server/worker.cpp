@@ -1,5 +1,9 @@
 #include "worker.hpp"
 
+#include "client_kinds.hpp"
+
+#include <tarry/upstream/upstream_connection.hpp>
+
 #include <boost/asio/post.hpp>
 
 #include <malloc.h>
@@ -156,10 +160,9 @@ void worker::trim() noexcept {
 }
 
 bool worker::free_descriptor() noexcept {
-    // An idle pooled upstream connection first: no client is waiting on it.
-    if (router_)
-        for (const auto& r : router_->routes())
-            if (r.target->shed_idle()) return true;
+    // An idle pooled upstream connection first, the one idle longest: no client waits on it.
+    if (timeouts::idle_entry* e = registry_.oldest(upstream::upstream_kinds::pooled))
+        if (upstream::upstream_connection::from(*e).shed()) return true;
     return relieve_pressure();
 }
 
@@ -174,63 +177,47 @@ bool worker::relieve_pressure() noexcept {
         }
         return false;
     }
-    // The oldest idle connection, of three kinds: a keep-alive one (idle longest since its last
-    // response), a silent one (accepted, nothing received; the others in the header list are
-    // mid-request and are never reclaimed), and one that was answered and only discards what
-    // it is still sent (closing it costs the courtesy, not a request, where keeping it would
-    // let trickled bodies hold their descriptors for lingering_time). None is taken the moment
-    // it went quiet: a keep-alive connection used within keep_alive_min_timeout is likely in a
-    // balancer's pool with a request on its way, and a connection accepted within a tenth of
-    // that likely has its first request on the wire (a balancer sends it right behind the
-    // handshake, a network delays it). Better to make the newcomer wait than to close one under
-    // a request. The silent grace is shorter: silent attackers reconnect at once, and each
-    // newcomer must find one old enough to take. A peek spares one whose request is in its
-    // socket, unread in this same event batch.
+    // The oldest idle connection, taken from the head of each reclaimable kind: keep-alive (idle
+    // longest since its last response, retired or not), silent (accepted, nothing received),
+    // and answered connections that only discard what they are still sent (closing one costs
+    // the courtesy, not a request, where keeping it would let trickled bodies hold their
+    // descriptors for lingering_time). The other kinds are mid-request and never reclaimed.
+    //
+    // None is taken the moment it went quiet: a keep-alive connection used within
+    // keep_alive_min_timeout is likely in a balancer's pool with a request on its way, and a
+    // connection accepted within a tenth of that likely has its first request on the wire (a
+    // balancer sends it right behind the handshake, a network delays it). Better to make the
+    // newcomer wait than to close one under a request. The silent grace is shorter: silent
+    // attackers reconnect at once, and each newcomer must find one old enough to take. A peek
+    // spares one whose request is in its socket, unread in this same event batch.
     const auto now = timeouts::clock::now();
     const auto quiet = now - settings_.min_quiet;
     connection* oldest = nullptr;
-    const auto consider = [&](timeouts::clock::duration d, timeouts::clock::time_point since,
-                              auto reclaimable) {
-        timeouts::idle_list* l = registry_.find(d);
-        if (l == nullptr) return;
-        // Lists are per duration, shared by phases: the first that fits, in a bounded walk.
-        constexpr int scan = 64;
-        int seen = 0;
-        for (timeouts::idle_entry* e = l->front();
-             e != nullptr && seen < scan && e->idle_start() <= since;
-             e = timeouts::idle_list::next(*e), ++seen) {
-            connection& c = connection::from(e->context());
-            if (!reclaimable(c)) continue;
-            if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
-            return;
-        }
+    const auto consider = [&](const timeouts::timeout_kind& kind,
+                              timeouts::clock::time_point since, bool unless_asked) {
+        timeouts::idle_entry* e = registry_.oldest(kind);
+        if (e == nullptr || e->idle_start() > since) return;
+        connection& c = connection::from(*e);
+        if (unless_asked && c.input_waiting()) return;
+        if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
     };
-    const auto idle_now = [](const connection& c) { return c.idle() && !c.input_waiting(); };
-    consider(settings_.keep_alive, quiet, [&](const connection& c) {
-        return c.phase() == conn_phase::keep_alive && idle_now(c);
-    });
-    consider(settings_.header, now - settings_.min_quiet / 10,
-             [&](const connection& c) { return c.phase() == conn_phase::header && idle_now(c); });
-    consider(settings_.linger, quiet, [](const connection& c) { return c.discarding(); });
+    consider(client_kinds::keep_alive, quiet, true);
+    consider(client_kinds::retired, quiet, true);
+    consider(client_kinds::silent, now - settings_.min_quiet / 10, true);
+    consider(client_kinds::linger, quiet, false);
+    consider(client_kinds::discard, quiet, false);
     if (oldest != nullptr) {
         oldest->close(close_reason::pressure);
         return true;
     }
     // Nothing quiet for long enough: the newcomer waits, and the connection idle longest
-    // among the recently used is asked to close after its next response. A balancer's pool
-    // gives it up then, with no request lost, and its descriptor comes back for the newcomer
-    // (the listeners resume at the close).
-    if (timeouts::idle_list* l = registry_.find(settings_.keep_alive)) {
-        constexpr int scan = 64;
-        int seen = 0;
-        for (timeouts::idle_entry* e = l->front(); e != nullptr && seen < scan;
-             e = timeouts::idle_list::next(*e), ++seen) {
-            connection& c = connection::from(e->context());
-            if (c.phase() != conn_phase::keep_alive || c.retired()) continue;
-            c.retire();
-            metrics_.pressure_retires.add();
-            break;
-        }
+    // among the recently used is asked to close after its next response (it moves to the
+    // retired kind, so the next newcomer asks the next one). A balancer's pool gives it up
+    // then, with no request lost, and its descriptor comes back for the newcomer (the
+    // listeners resume at the close).
+    if (timeouts::idle_entry* e = registry_.oldest(client_kinds::keep_alive)) {
+        connection::from(*e).retire_idle();
+        metrics_.pressure_retires.add();
     }
     return false;
 }
@@ -347,9 +334,12 @@ void worker::reload(const config& cfg, std::shared_ptr<http::router> routes, uns
                 }
             }
         } else if (settings_.timeouts && old.keep_alive != settings_.keep_alive) {
-            // Connections waiting idle move to the new duration keeping the time already
-            // waited; the others pick up their new durations at their next phase change.
-            registry_.retime(old.keep_alive, settings_.keep_alive);
+            // Connections waiting idle between requests move to the new duration keeping the
+            // time already waited; nothing else does (another phase, or an upstream connection,
+            // may have the old duration too): the others pick up their new durations at their
+            // next phase change.
+            registry_.retime(client_kinds::keep_alive, old.keep_alive, settings_.keep_alive);
+            registry_.retime(client_kinds::retired, old.keep_alive, settings_.keep_alive);
         }
         sync_listeners(cfg.listen, added);
     });

@@ -24,6 +24,7 @@ private:
 
 /// What each connection phase is; gauges count connections in each.
 enum class conn_phase : std::size_t {
+    silent, ///< accepted, no byte of a request received yet
     header,
     body,
     send,
@@ -36,7 +37,7 @@ enum class conn_phase : std::size_t {
 
 /// The name of each phase, for metrics; tied to the enum's size.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(conn_phase::count_)>
-    conn_phase_names{"header", "body", "send", "keep_alive", "linger", "waiting", "discard"};
+    conn_phase_names{"silent", "header", "body", "send", "keep_alive", "linger", "waiting", "discard"};
 // A std::array with too few initialisers compiles: an empty last name means one is missing.
 static_assert(!conn_phase_names.back().empty());
 

@@ -36,6 +36,7 @@ struct worker_settings {
 
     [[nodiscard]] timeouts::clock::duration timeout_for(conn_phase p) const noexcept {
         switch (p) {
+        case conn_phase::silent:
         case conn_phase::header:
             return header;
         case conn_phase::body:

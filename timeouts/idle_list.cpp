@@ -6,13 +6,17 @@ idle_entry::~idle_entry() {
     if (list_ != nullptr) list_->remove(*this);
 }
 
+const timeout_kind& timeout_kind::untyped() noexcept {
+    static const timeout_kind kind{"untyped"};
+    return kind;
+}
+
 idle_list::~idle_list() {
     detach_all();
 }
 
 void idle_list::push_back(idle_entry& e, clock::time_point now) noexcept {
     e.idle_start_ = now;
-    e.idle_timeout_ = timeout_;
     e.list_ = this;
     link_back(e);
     ++size_;
@@ -35,7 +39,7 @@ std::size_t idle_list::expire(clock::time_point now, std::size_t budget,
     std::size_t n = 0;
     while (n < budget && due(now)) {
         idle_entry& e = *head_;
-        if (stats != nullptr) stats->record(now - e.deadline());
+        if (stats != nullptr) stats->record(now - (e.idle_start_ + timeout_));
         pop(e);
         ++n;
         // The callback may touch this list in any way, so nothing is cached across it.
@@ -55,7 +59,6 @@ void idle_list::merge(idle_list& from) noexcept {
         from.pop(e);
         while (pos != nullptr && pos->idle_start_ <= e.idle_start_)
             pos = pos->next_;
-        e.idle_timeout_ = timeout_;
         e.list_ = this;
         if (pos == nullptr) {
             link_back(e);

@@ -2,17 +2,28 @@
 
 #include "timer_list.hpp"
 
-#include <vector>
+#include <cstdio>
+#include <cstdlib>
 
 namespace tarry::timeouts {
+namespace {
+
+[[noreturn]] void refuse(const char* what) noexcept {
+    std::fprintf(stderr, "tarry::timeouts: %s\n", what);
+    std::abort();
+}
+
+} // namespace
 
 timeout_registry::timeout_registry(boost::asio::io_context& io, std::size_t expire_batch)
     : io_(io), expire_batch_(expire_batch == 0 ? 1 : expire_batch) {}
 
 timeout_registry::~timeout_registry() {
-    for (auto& [rep, list] : lists_) {
-        list->detach_all();
-        list->detach();
+    for (lane& l : lanes_) {
+        for (auto& list : l.lists) {
+            list->detach_all();
+            list->detach();
+        }
     }
 }
 
@@ -20,18 +31,26 @@ idle_list& timeout_registry::as_idle_list(timer_list& l) noexcept {
     return l;
 }
 
-timer_list& timeout_registry::list_for(clock::duration timeout) {
-    auto it = lists_.find(timeout.count());
-    if (it == lists_.end()) {
-        prune_empty_lists();
-        it = lists_.emplace(timeout.count(), std::make_shared<timer_list>(*this, io_, timeout))
-                 .first;
+timer_list& timeout_registry::list_for(const timeout_kind& kind, clock::duration timeout) {
+    lane& l = lanes_[kind.id()];
+    for (const auto& list : l.lists)
+        if (list->timeout() == timeout) return *list;
+    if (l.kind == nullptr) {
+        l.kind = &kind;
+    } else if (l.kind != &kind) {
+        refuse("two timeout kinds share one id"); // cannot happen: ids come from one counter
     }
-    return *it->second;
+    prune_empty_lists();
+    l.lists.reserve(l.lists.size() + 1); // so that the push_back below cannot throw
+    l.lists.push_back(std::make_shared<timer_list>(*this, io_, kind, timeout));
+    return *l.lists.back();
 }
 
-void timeout_registry::enroll(idle_entry& e, clock::duration timeout, clock::time_point now) {
-    timer_list& target = list_for(timeout);
+void timeout_registry::enroll(idle_entry& e, const timeout_kind& kind, clock::duration timeout,
+                              clock::time_point now) {
+    // A list holds one kind of owner: this is what makes a walk's owner<T>() safe.
+    if (!kind.admits(e.owner_type())) refuse("an entry was enrolled in a kind of another owner");
+    timer_list& target = list_for(kind, timeout);
     if (e.list() == &target) {
         target.touch(e, now);
         return;
@@ -42,28 +61,57 @@ void timeout_registry::enroll(idle_entry& e, clock::duration timeout, clock::tim
     target.push_back(e, now);
 }
 
-void timeout_registry::retime(clock::duration from, clock::duration to) {
-    auto it = lists_.find(from.count());
-    if (from == to || it == lists_.end() || it->second->empty()) return;
-    const std::shared_ptr<timer_list> source = it->second;
-    timer_list& target = list_for(to);
+void timeout_registry::retime(const timeout_kind& kind, clock::duration from, clock::duration to) {
+    if (from == to) return;
+    auto* source = static_cast<timer_list*>(find(kind, from));
+    if (source == nullptr || source->empty()) return;
+    // Held: creating the target may prune lists, though never a non-empty one.
+    const std::shared_ptr<timer_list> keep = source->shared_from_this();
+    timer_list& target = list_for(kind, to);
     // Both lists are sorted by idle_start; so is their merge, which keeps the target sorted by
     // deadline since every entry in it gets the same duration. The source, emptied, disarms.
     target.merge(*source);
     target.rearm(); // its head may be earlier than the deadline it was armed for
 }
 
-idle_list* timeout_registry::find(clock::duration timeout) const noexcept {
-    auto it = lists_.find(timeout.count());
-    return it == lists_.end() ? nullptr : it->second.get();
+idle_list* timeout_registry::find(const timeout_kind& kind,
+                                  clock::duration timeout) const noexcept {
+    for (const auto& list : lanes_[kind.id()].lists)
+        if (list->timeout() == timeout) return list.get();
+    return nullptr;
+}
+
+idle_entry* timeout_registry::oldest(const timeout_kind& kind) const noexcept {
+    idle_entry* best = nullptr;
+    for (const auto& list : lanes_[kind.id()].lists) {
+        idle_entry* head = list->front();
+        if (head != nullptr && (best == nullptr || head->idle_start() < best->idle_start()))
+            best = head;
+    }
+    return best;
+}
+
+std::size_t timeout_registry::list_count() const noexcept {
+    std::size_t n = 0;
+    for (const lane& l : lanes_)
+        n += l.lists.size();
+    return n;
+}
+
+expiry_stats timeout_registry::stats() const noexcept {
+    expiry_stats all;
+    for (const lane& l : lanes_)
+        all += l.stats;
+    return all;
 }
 
 std::size_t timeout_registry::expire_due(clock::time_point now) {
-    // Callbacks may enroll into new durations, which rehashes lists_: walk a snapshot.
+    // Callbacks may enroll into new kinds or durations, which adds lists: walk a snapshot.
     std::vector<std::shared_ptr<timer_list>> snapshot;
-    snapshot.reserve(lists_.size());
-    for (auto& [rep, list] : lists_)
-        snapshot.push_back(list);
+    snapshot.reserve(list_count());
+    for (lane& l : lanes_)
+        for (auto& list : l.lists)
+            snapshot.push_back(list);
     std::size_t n = 0;
     for (auto& list : snapshot) {
         // Only the entries present now: a callback that re-enrolls with a zero timeout must
@@ -77,8 +125,8 @@ std::size_t timeout_registry::expire_due(clock::time_point now) {
 void timeout_registry::prune_empty_lists() {
     // Durations that are no longer used (a reload changed them) would otherwise pile up. A list
     // whose callbacks are running is kept: its batch loop still holds it.
-    boost::unordered::erase_if(
-        lists_, [](const auto& kv) { return kv.second->empty() && !kv.second->expiring(); });
+    for (lane& l : lanes_)
+        std::erase_if(l.lists, [](const auto& list) { return list->empty() && !list->expiring(); });
 }
 
 } // namespace tarry::timeouts

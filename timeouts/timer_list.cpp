@@ -9,8 +9,12 @@
 namespace tarry::timeouts {
 
 timer_list::timer_list(timeout_registry& registry, boost::asio::io_context& io,
-                       clock::duration timeout)
-    : idle_list(timeout), registry_(&registry), timer_(io) {}
+                       const timeout_kind& kind, clock::duration timeout)
+    : idle_list(kind, timeout), registry_(&registry), timer_(io) {}
+
+expiry_stats& timer_list::stats() noexcept {
+    return registry_->lanes_[kind().id()].stats;
+}
 
 void timer_list::ensure_armed_for(clock::time_point at) {
     if (!armed_ && !expiring_) arm(empty() ? at : front()->deadline());
@@ -47,7 +51,7 @@ void timer_list::detach() noexcept {
 
 std::size_t timer_list::run_expiry(clock::time_point now, std::size_t budget) noexcept {
     expiring_ = true;
-    const std::size_t n = expire(now, budget, &registry_->stats_);
+    const std::size_t n = expire(now, budget, &stats());
     expiring_ = false;
     return n;
 }
@@ -70,12 +74,12 @@ bool timer_list::post_continuation() noexcept {
 void timer_list::on_wake(unsigned generation) noexcept {
     if (generation != generation_ || registry_ == nullptr) return;
     armed_ = false;
-    ++registry_->stats_.wakeups;
+    ++stats().wakeups;
     for (;;) {
         // A fresh reading, never a cached loop time: an entry can expire late, never early.
         const clock::time_point now = clock::now();
         if (run_expiry(now, registry_->expire_batch()) != 0 && registry_ != nullptr)
-            registry_->stats_.record_wake(clock::now() - now);
+            stats().record_wake(clock::now() - now);
         if (registry_ == nullptr || armed_) return; // detached, or re-armed meanwhile
         if (!due(now)) break;
         // More is due than one batch: let other handlers run, then go on.
@@ -83,14 +87,14 @@ void timer_list::on_wake(unsigned generation) noexcept {
         // Out of memory: no handler could be queued. Expire the next batch here instead. The
         // loop is held longer than a batch, but nothing that is due is left without a wake,
         // and expiring frees memory (a server's callbacks close connections).
-        ++registry_->stats_.schedule_failures;
+        ++stats().schedule_failures;
     }
     try {
         ensure_armed();
     } catch (...) {
         // Out of memory again, and nothing is due: the list stays unarmed (armed() is false)
         // until the next enroll into it, which retries. Counted, so it can be seen.
-        ++registry_->stats_.schedule_failures;
+        ++stats().schedule_failures;
     }
 }
 

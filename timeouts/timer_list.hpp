@@ -38,8 +38,9 @@ struct fault_injection {
 /// completion that outlives the registry finds the list detached rather than freed.
 class timer_list final : public idle_list, public std::enable_shared_from_this<timer_list> {
 public:
-    /// An empty, unarmed list of `registry`, whose timer runs on `io`.
-    timer_list(timeout_registry& registry, boost::asio::io_context& io, clock::duration timeout);
+    /// An empty, unarmed list of `registry` for (`kind`, `timeout`), whose timer runs on `io`.
+    timer_list(timeout_registry& registry, boost::asio::io_context& io, const timeout_kind& kind,
+               clock::duration timeout);
 
     /// Arms the timer for the head if the list has entries and nothing is pending.
     /// Throws std::bad_alloc if the wait cannot be queued; the list then stays unarmed.
@@ -67,6 +68,7 @@ private:
     void disarm() noexcept;
     void arm(clock::time_point at);
     bool post_continuation() noexcept;
+    expiry_stats& stats() noexcept; ///< its kind's, in the registry
     void on_wake(unsigned generation) noexcept;
 
     timeout_registry* registry_;

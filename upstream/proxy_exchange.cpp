@@ -156,7 +156,7 @@ void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
     conn_ = pool_->open();
     conn_->set_user(this);
     connecting_ = true;
-    conn_->arm(handler_->settings().connect_timeout);
+    conn_->arm(upstream_kinds::connect, handler_->settings().connect_timeout);
     conn_->connect(pool_->endpoint());
 }
 
@@ -209,11 +209,11 @@ void proxy_exchange::rearm() {
         if (room_paused_)
             conn_->disarm(); // the client's send_timeout watches the client
         else
-            conn_->arm(s.read_timeout);
+            conn_->arm(upstream_kinds::read, s.read_timeout);
     } else if (write_pending_) {
-        conn_->arm(s.send_timeout);
+        conn_->arm(upstream_kinds::send, s.send_timeout);
     } else if (body_end_) {
-        conn_->arm(s.response_timeout);
+        conn_->arm(upstream_kinds::response, s.response_timeout);
     } else {
         conn_->disarm(); // waiting for the client's body: its body_timeout watches it
     }

@@ -42,12 +42,6 @@ void proxy_handler::stop() noexcept {
         p->stop();
 }
 
-bool proxy_handler::shed_idle() noexcept {
-    for (auto& p : pools_)
-        if (p->shed_oldest()) return true;
-    return false;
-}
-
 std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io,
                                                   timeouts::timeout_registry& registry,
                                                   const upstream_settings& settings) {

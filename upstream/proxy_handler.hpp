@@ -30,7 +30,6 @@ public:
     void on_request(http::exchange& ex) override;
     void stop() noexcept override;
     /// Closes one idle pooled connection (the one idle longest, of the first server with any).
-    bool shed_idle() noexcept override;
 
     [[nodiscard]] const upstream_settings& settings() const noexcept { return settings_; }
     [[nodiscard]] const std::vector<std::shared_ptr<upstream_pool>>& pools() const noexcept {

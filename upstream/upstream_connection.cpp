@@ -44,12 +44,18 @@ void upstream_connection::read() {
         });
 }
 
-void upstream_connection::arm(timeouts::clock::duration d) {
-    if (entry_.enrolled() && entry_.idle_timeout() == d) {
+void upstream_connection::arm(const timeouts::timeout_kind& kind, timeouts::clock::duration d) {
+    if (entry_.kind() == &kind && entry_.idle_timeout() == d) {
         touch();
         return;
     }
-    registry_.enroll(entry_, d);
+    registry_.enroll(entry_, kind, d);
+}
+
+bool upstream_connection::shed() noexcept {
+    if (user_ != nullptr || entry_.kind() != &upstream_kinds::pooled) return false;
+    auto pool = pool_.lock();
+    return pool && pool->shed(*this);
 }
 
 void upstream_connection::close() noexcept {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "upstream_kinds.hpp"
+
 #include <tarry/timeouts/idle_entry.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
 
@@ -53,8 +55,9 @@ public:
     /// Reads up to read_size bytes into buffer(); no effect if a read is pending already.
     void read();
 
-    /// Enrolls the timeout entry for `d` (the current phase), or touches it if already so.
-    void arm(timeouts::clock::duration d);
+    /// Enrolls the timeout entry in (`kind`, `d`), what it waits for now, or touches it if it
+    /// is there already.
+    void arm(const timeouts::timeout_kind& kind, timeouts::clock::duration d);
     void touch() noexcept { timeouts::timeout_registry::touch(entry_); }
     void disarm() noexcept { timeouts::timeout_registry::unenroll(entry_); }
 
@@ -63,6 +66,13 @@ public:
     void close() noexcept;
     [[nodiscard]] bool is_open() const noexcept { return sock_.is_open(); }
     [[nodiscard]] bool reading() const noexcept { return reading_; }
+
+    /// The connection whose timeout entry `e` is (walking an upstream kind's list): checked.
+    static upstream_connection& from(const timeouts::idle_entry& e) noexcept {
+        return e.owner<upstream_connection>();
+    }
+    /// Closes it if it waits idle in its pool, to free its descriptor. False otherwise.
+    bool shed() noexcept;
 
     /// The bytes of the last read.
     [[nodiscard]] const char* buffer() const noexcept { return buf_.get(); }

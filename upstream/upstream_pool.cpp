@@ -82,7 +82,7 @@ void upstream_pool::give_back(std::shared_ptr<upstream_connection> c,
         metrics_.idle.add(-1);
         metrics_.closed(upstream_close::max_idle);
     }
-    c->arm(keep);
+    c->arm(upstream_kinds::pooled, keep);
     c->read(); // an upstream close is seen at once
     idle_.push_back({std::move(c), hinted});
     metrics_.idle.add();
@@ -106,10 +106,8 @@ void upstream_pool::stop() noexcept {
     idle_.clear();
 }
 
-bool upstream_pool::shed_oldest() noexcept {
-    if (idle_.empty()) return false;
-    remove_idle(*idle_.front().conn, upstream_close::pressure);
-    return true;
+bool upstream_pool::shed(upstream_connection& c) noexcept {
+    return remove_idle(c, upstream_close::pressure);
 }
 
 void upstream_pool::mark_failed() noexcept {
@@ -120,7 +118,7 @@ bool upstream_pool::down() const noexcept {
     return timeouts::clock::now() < down_until_;
 }
 
-void upstream_pool::remove_idle(upstream_connection& c, upstream_close why) noexcept {
+bool upstream_pool::remove_idle(upstream_connection& c, upstream_close why) noexcept {
     for (auto it = idle_.begin(); it != idle_.end(); ++it) {
         if (it->conn.get() != &c) continue;
         auto keep = std::move(it->conn); // c stays alive until this returns
@@ -128,8 +126,9 @@ void upstream_pool::remove_idle(upstream_connection& c, upstream_close why) noex
         keep->close();
         metrics_.idle.add(-1);
         metrics_.closed(why);
-        return;
+        return true;
     }
+    return false;
 }
 
 void upstream_pool::on_idle_event(upstream_connection& c,

@@ -45,8 +45,9 @@ public:
 
     /// Closes the idle connections, and from now on every connection given back.
     void stop() noexcept;
-    /// Closes the connection idle longest, to free its descriptor. False if none is idle.
-    bool shed_oldest() noexcept;
+    /// Closes `c` if it is idle here, to free its descriptor (the worker finds the connection
+    /// idle longest through upstream_kinds::pooled). False if it is not idle here.
+    bool shed(upstream_connection& c) noexcept;
 
     /// Passive health: a server that refused or timed out is skipped for fail_timeout.
     void mark_failed() noexcept;
@@ -68,7 +69,7 @@ private:
         std::shared_ptr<upstream_connection> conn;
         bool hinted;
     };
-    void remove_idle(upstream_connection& c, upstream_close why) noexcept;
+    bool remove_idle(upstream_connection& c, upstream_close why) noexcept;
 
     boost::asio::io_context& io_;
     timeouts::timeout_registry& registry_;

@@ -1,0 +1,53 @@
+#pragma once
+
+#include "worker_metrics.hpp"
+
+#include <tarry/timeouts/timeout_kind.hpp>
+
+namespace tarry::server {
+
+class connection;
+
+/// The timeout kinds of client connections: a worker's registry keeps one list per kind and
+/// duration, so a walk for pressure or a reload sees client connections of one phase only,
+/// never an upstream connection or another phase that happens to share a duration.
+namespace client_kinds {
+
+using timeouts::owner_tag;
+using timeouts::timeout_kind;
+
+inline const timeout_kind silent{"silent", owner_tag<connection>}; ///< accepted, nothing received
+inline const timeout_kind header{"header", owner_tag<connection>}; ///< part of a request header
+inline const timeout_kind body{"body", owner_tag<connection>};
+inline const timeout_kind send{"send", owner_tag<connection>};
+inline const timeout_kind keep_alive{"keep_alive", owner_tag<connection>};
+/// Keep-alive, but asked by pressure to close after its next response.
+inline const timeout_kind retired{"retired", owner_tag<connection>};
+inline const timeout_kind linger{"linger", owner_tag<connection>};
+inline const timeout_kind discard{"discard", owner_tag<connection>};
+
+/// The kind of a phase's list (waiting is in none: the handler's own timeouts bound it).
+[[nodiscard]] inline const timeout_kind& of(conn_phase p) noexcept {
+    switch (p) {
+    case conn_phase::silent:
+        return silent;
+    case conn_phase::header:
+        return header;
+    case conn_phase::body:
+        return body;
+    case conn_phase::send:
+        return send;
+    case conn_phase::keep_alive:
+        return keep_alive;
+    case conn_phase::discard:
+        return discard;
+    case conn_phase::linger:
+    case conn_phase::waiting:
+    case conn_phase::count_:
+        break;
+    }
+    return linger;
+}
+
+} // namespace client_kinds
+} // namespace tarry::server
