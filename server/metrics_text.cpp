@@ -103,9 +103,14 @@ void render_upstreams(std::string& out, const std::vector<worker_snapshot>& snap
 
 worker_snapshot take_snapshot(worker& w) {
     worker_snapshot s;
-    w.registry().for_each_list(
-        [&](timeouts::idle_list& l) { s.lists.emplace_back(l.timeout(), l.size()); });
-    s.expiry = w.registry().stats();
+    w.registry().for_each_list([&](timeouts::idle_list& l) {
+        s.lists.push_back({l.kind().name(), l.timeout(), l.size()});
+    });
+    w.registry().for_each_kind(
+        [&](const timeouts::timeout_kind& k, const timeouts::expiry_stats& e) {
+            s.expiry[k.name()] = e;
+            s.expiry_total += e;
+        });
     s.date_refreshes = w.date().cache().refreshes();
     if (const http::router* r = w.settings().session.routes) {
         for (const auto& route : r->routes()) {
@@ -172,22 +177,27 @@ std::string render_metrics(const std::vector<worker*>& ws,
                        "tarry_connection_closes_total{{reason=\"{}\"}} {}\n", close_reason_names[r],
                        sum(ws, [r](worker_metrics& m) { return m.closes[r].get(); }));
 
-    std::map<timeouts::clock::duration, std::size_t> lists;
+    std::map<std::pair<std::string_view, timeouts::clock::duration>, std::size_t> lists;
+    std::map<std::string_view, timeouts::expiry_stats> by_kind;
     timeouts::expiry_stats expiry;
     std::uint64_t refreshes = 0;
     for (const auto& s : snaps) {
-        for (const auto& [d, n] : s.lists)
-            lists[d] += n;
-        expiry += s.expiry;
+        for (const auto& l : s.lists)
+            lists[{l.kind, l.duration}] += l.length;
+        for (const auto& [k, e] : s.expiry)
+            by_kind[k] += e;
+        expiry += s.expiry_total;
         refreshes += s.date_refreshes;
     }
-    counter_line("tarry_timeout_lists", "gauge", "Live timeout lists (one per distinct duration).",
+    counter_line("tarry_timeout_lists", "gauge",
+                 "Live timeout lists (one per kind and distinct duration).",
                  static_cast<std::int64_t>(lists.size()));
-    family(out, "tarry_timeout_list_length", "gauge", "Entries in each timeout list, by duration.");
-    for (const auto& [d, n] : lists)
+    family(out, "tarry_timeout_list_length", "gauge",
+           "Entries in each timeout list, by kind and duration.");
+    for (const auto& [key, n] : lists)
         fmt::format_to(std::back_inserter(out),
-                       "tarry_timeout_list_length{{duration_seconds=\"{}\"}} {}\n",
-                       std::chrono::duration<double>(d).count(), n);
+                       "tarry_timeout_list_length{{kind=\"{}\",duration_seconds=\"{}\"}} {}\n",
+                       key.first, std::chrono::duration<double>(key.second).count(), n);
     counter_line("tarry_timeout_wakeups_total", "counter",
                  "Timer wake-ups and batch continuations of the timeout lists.",
                  static_cast<std::int64_t>(expiry.wakeups));
@@ -200,20 +210,23 @@ std::string render_metrics(const std::vector<worker*>& ws,
     fmt::format_to(std::back_inserter(out), "tarry_timeout_wake_seconds_total {}\n",
                    static_cast<double>(expiry.wake_us_sum) / 1e6);
     family(out, "tarry_timeout_lateness_seconds", "histogram",
-           "How late each expiry ran: actual time minus deadline.");
-    std::uint64_t cumulative = 0;
-    for (std::size_t i = 0; i < timeouts::expiry_stats::bounds_us.size(); ++i) {
-        cumulative += expiry.late_buckets[i];
+           "How late each expiry ran, by kind: actual time minus deadline.");
+    for (const auto& [kind, e] : by_kind) {
+        std::uint64_t cumulative = 0;
+        for (std::size_t i = 0; i < timeouts::expiry_stats::bounds_us.size(); ++i) {
+            cumulative += e.late_buckets[i];
+            fmt::format_to(std::back_inserter(out),
+                           "tarry_timeout_lateness_seconds_bucket{{kind=\"{}\",le=\"{}\"}} {}\n",
+                           kind, static_cast<double>(timeouts::expiry_stats::bounds_us[i]) / 1e6,
+                           cumulative);
+        }
+        cumulative += e.late_buckets.back();
         fmt::format_to(std::back_inserter(out),
-                       "tarry_timeout_lateness_seconds_bucket{{le=\"{}\"}} {}\n",
-                       static_cast<double>(timeouts::expiry_stats::bounds_us[i]) / 1e6, cumulative);
+                       "tarry_timeout_lateness_seconds_bucket{{kind=\"{0}\",le=\"+Inf\"}} {1}\n"
+                       "tarry_timeout_lateness_seconds_sum{{kind=\"{0}\"}} {2}\n"
+                       "tarry_timeout_lateness_seconds_count{{kind=\"{0}\"}} {3}\n",
+                       kind, cumulative, static_cast<double>(e.late_sum_us) / 1e6, e.expired);
     }
-    cumulative += expiry.late_buckets.back();
-    fmt::format_to(std::back_inserter(out),
-                   "tarry_timeout_lateness_seconds_bucket{{le=\"+Inf\"}} {}\n"
-                   "tarry_timeout_lateness_seconds_sum {}\n"
-                   "tarry_timeout_lateness_seconds_count {}\n",
-                   cumulative, static_cast<double>(expiry.late_sum_us) / 1e6, expiry.expired);
     counter_line("tarry_date_refreshes_total", "counter",
                  "Times the cached Date value was rebuilt.", static_cast<std::int64_t>(refreshes));
     render_upstreams(out, snaps);

@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "worker_metrics.hpp"
 
@@ -33,9 +34,17 @@ struct upstream_sample {
     std::int64_t response_us_sum = 0;
 };
 
+/// One timeout list: its kind's name (a kind lives as long as the program), duration, length.
+struct list_sample {
+    std::string_view kind;
+    timeouts::clock::duration duration{};
+    std::size_t length = 0;
+};
+
 struct worker_snapshot {
-    std::vector<std::pair<timeouts::clock::duration, std::size_t>> lists; ///< duration, length
-    timeouts::expiry_stats expiry;
+    std::vector<list_sample> lists;
+    std::map<std::string_view, timeouts::expiry_stats> expiry; ///< by kind
+    timeouts::expiry_stats expiry_total;
     std::uint64_t date_refreshes = 0;
     std::map<std::string, upstream_sample> upstreams; ///< by server ("127.0.0.1:3000")
 };

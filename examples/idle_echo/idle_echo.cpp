@@ -2,8 +2,9 @@
 //
 // A connection must send `LOGIN <name>` within the login timeout (a total: nothing resets it),
 // then each line it sends is echoed back, and it is closed once it has sent nothing for the idle
-// timeout. Two durations, so two lists in the registry, each with one steady_timer, whatever the
-// number of connections; a line costs a clock read and a relink, never a timer operation.
+// timeout. Two kinds of waiting (logging in, idle), so two lists in the registry, each with one
+// steady_timer, whatever the number of connections and even if both timeouts are equal; a line
+// costs a clock read and a relink, never a timer operation.
 #include "line_protocol.hpp"
 #include "options.hpp"
 
@@ -30,7 +31,15 @@ using asio::ip::tcp;
 using boost::system::error_code;
 using tarry::timeouts::idle_entry;
 using tarry::timeouts::member_callback;
+using tarry::timeouts::owner_tag;
+using tarry::timeouts::timeout_kind;
 using tarry::timeouts::timeout_registry;
+
+class session;
+// What a list holds: a session logging in, or a logged-in session idle. A walk of either list
+// (say, to close the oldest idle session first) finds sessions only: idle_entry::owner<session>().
+const timeout_kind logging_in{"logging_in", owner_tag<session>};
+const timeout_kind idle{"idle", owner_tag<session>};
 
 constexpr std::size_t max_line = 4096;
 
@@ -45,7 +54,7 @@ public:
         // The login deadline is a total: enrolled once, never touched. enroll may allocate (the
         // first connection creates the list) and so may throw: give up on this connection.
         try {
-            timeouts_.enroll(idle_, opts_.login_timeout);
+            timeouts_.enroll(idle_, logging_in, opts_.login_timeout);
         } catch (const std::bad_alloc&) {
             return close();
         }
@@ -67,7 +76,7 @@ private:
             logged_in_ = true;
             // A new phase: move from the login list to the idle list.
             try {
-                timeouts_.enroll(idle_, opts_.idle_timeout);
+                timeouts_.enroll(idle_, idle, opts_.idle_timeout);
             } catch (const std::bad_alloc&) {
                 return close();
             }

@@ -150,8 +150,17 @@ TEST(AdminTest, MetricsAndHealthOnTheAdminAddressOnly) {
     EXPECT_NE(m.find("tarry_connection_closes_total{reason=\"keep_alive_timeout\"} 1\n"),
               std::string::npos)
         << m;
-    EXPECT_NE(m.find("tarry_timeout_lateness_seconds_count 1\n"), std::string::npos) << m;
-    EXPECT_NE(m.find("tarry_timeout_list_length{duration_seconds=\"0.202\"} 0\n"),
+    // Timeout lists and lateness by kind: the keep-alive expiry, nothing else.
+    EXPECT_NE(m.find("tarry_timeout_lateness_seconds_count{kind=\"keep_alive\"} 1\n"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("tarry_timeout_lateness_seconds_count{kind=\"silent\"} 0\n"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("tarry_timeout_list_length{kind=\"keep_alive\",duration_seconds=\"0.202\"} 0\n"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("tarry_timeout_list_length{kind=\"silent\",duration_seconds=\"60\"} 0\n"),
               std::string::npos)
         << m;
     EXPECT_NE(m.find("tarry_date_refreshes_total"), std::string::npos);

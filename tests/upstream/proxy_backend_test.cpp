@@ -2,109 +2,10 @@
 // closes idle connections at a chosen time without saying so, or closes a reused connection
 // on the request it just read (the keep-alive race, made deterministic).
 #include "proxy_fixture.hpp"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
-#include <atomic>
-#include <mutex>
-#include <vector>
+#include "thread_backend.hpp"
 
 namespace tarry::test {
 namespace {
-
-class thread_backend {
-public:
-    struct behaviour {
-        std::chrono::milliseconds idle_close{0}; ///< close a connection idle this long; 0: never
-        bool die_on_second = false; ///< read a connection's second request, then close unanswered
-    };
-
-    explicit thread_backend(behaviour b) : b_(b) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        int one = 1;
-        ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-        ::listen(fd_, 64);
-        socklen_t len = sizeof a;
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-        port_ = ntohs(a.sin_port);
-        acceptor_ = std::thread([this] { accept_loop(); });
-    }
-    thread_backend(const thread_backend&) = delete;
-    thread_backend& operator=(const thread_backend&) = delete;
-    ~thread_backend() {
-        stop_ = true;
-        acceptor_.join();
-        std::lock_guard lock(mu_);
-        for (auto& t : threads_)
-            t.join();
-        ::close(fd_);
-    }
-
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
-    std::atomic<int> connections{0};
-    std::atomic<int> requests{0};
-    std::atomic<int> posts{0};
-
-private:
-    void accept_loop() {
-        while (!stop_) {
-            pollfd p{fd_, POLLIN, 0};
-            if (::poll(&p, 1, 50) <= 0) continue;
-            const int c = ::accept(fd_, nullptr, nullptr);
-            if (c < 0) continue;
-            ++connections;
-            std::lock_guard lock(mu_);
-            threads_.emplace_back([this, c] { serve(c); });
-        }
-    }
-
-    void serve(int c) {
-        std::string in;
-        int served = 0;
-        auto idle_since = steady::now();
-        while (!stop_) {
-            pollfd p{c, POLLIN, 0};
-            if (::poll(&p, 1, 10) <= 0) {
-                if (b_.idle_close.count() != 0 && steady::now() - idle_since >= b_.idle_close)
-                    break;
-                continue;
-            }
-            char buf[4096];
-            const ssize_t n = ::recv(c, buf, sizeof buf, 0);
-            if (n <= 0) break;
-            in.append(buf, static_cast<std::size_t>(n));
-            const auto end = in.find("\r\n\r\n");
-            if (end == std::string::npos) continue;
-            std::size_t length = 0;
-            if (const auto at = in.find("Content-Length: "); at != std::string::npos && at < end)
-                length = std::stoul(in.substr(at + 16));
-            if (in.size() < end + 4 + length) continue;
-            ++requests;
-            if (in.starts_with("POST ")) ++posts;
-            in.erase(0, end + 4 + length);
-            if (b_.die_on_second && served == 1) break;
-            ++served;
-            const std::string answer =
-                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
-            if (::send(c, answer.data(), answer.size(), MSG_NOSIGNAL) < 0) break;
-            idle_since = steady::now();
-        }
-        ::close(c);
-    }
-
-    behaviour b_;
-    int fd_ = -1;
-    std::uint16_t port_ = 0;
-    std::atomic<bool> stop_{false};
-    std::thread acceptor_;
-    std::mutex mu_;
-    std::vector<std::thread> threads_;
-};
 
 class ProxyBackendTest : public ProxyTest {
 protected:
@@ -157,7 +58,7 @@ TEST_F(ProxyBackendTest, PostOnADeadReusedConnectionIsNeverReplayed) {
 }
 
 TEST_F(ProxyBackendTest, OutOfDescriptorsAnIdleUpstreamConnectionGoesFirst) {
-    start_with({});
+    start_with({.answer_after = 4});
     {
         // Four requests at once: four upstream connections, then four idle in the pool.
         std::vector<std::unique_ptr<test_client>> cs;
@@ -194,7 +95,7 @@ TEST_F(ProxyBackendTest, OutOfDescriptorsAnIdleUpstreamConnectionGoesFirst) {
 }
 
 TEST_F(ProxyBackendTest, AtTheDescriptorLimitARequestAfterTheNewcomerClosesNothingMore) {
-    start_with({});
+    start_with({.answer_after = 4});
     {
         std::vector<std::unique_ptr<test_client>> cs;
         for (int i = 0; i < 3; ++i) {
