@@ -2,23 +2,13 @@
 
 #include "client_kinds.hpp"
 
-#include <tarry/upstream/upstream_connection.hpp>
-
 #include <boost/asio/post.hpp>
-
-#include <malloc.h>
 
 #include <algorithm>
 
 #include <unistd.h>
 
 namespace tarry::server {
-namespace {
-
-/// A peak of connections worth giving memory back after (about 1 KiB of read buffer each).
-constexpr std::size_t trim_threshold = 1024;
-
-} // namespace
 
 worker::worker(unsigned index, const config& cfg, unsigned workers,
                std::shared_ptr<access_log> access)
@@ -30,7 +20,8 @@ worker::worker(unsigned index, const config& cfg, unsigned workers,
       access_(std::move(access)),
       ctx_{io_, registry_, date_, poller_, settings_, metrics_, &worker::on_connection_closed,
            this},
-      handlers_{io_, registry_, poller_}, drain_timer_(io_), spread_timer_(io_) {}
+      handlers_{io_, registry_, poller_}, pressure_(registry_, settings_, live_, metrics_),
+      trimmer_(io_), drain_timer_(io_), spread_timer_(io_) {}
 
 void worker::set_router(std::shared_ptr<http::router> r) {
     router_ = std::move(r);
@@ -90,7 +81,7 @@ void worker::accept(int fd) noexcept {
     }
     intrusive_ptr_add_ref(c); // the connection's own reference, handed back by close()
     live_.push_back(*c);
-    peak_ = std::max(peak_, connections_);
+    trimmer_.opened(connections_);
     try {
         c->start();
     } catch (...) {
@@ -101,24 +92,7 @@ void worker::accept(int fd) noexcept {
 void worker::on_connection_closed(void* self) noexcept {
     auto& w = *static_cast<worker*>(self);
     --w.connections_;
-    ++w.closed_since_trim_;
-    // After a flood, give the memory back: glibc keeps freed heap at its high-water mark, so
-    // an idle server would hold what thousands of connections once used. Rare (a quarter of a
-    // large peak gone, and the last connection of a thousand or more gone), and cheap next to
-    // the closes that led here.
-    //
-    // And down the rest of the flood's fall, at each further quarter, to the last connection:
-    // the connections that close after a trim give their request states back to the free
-    // lists (up to 256 a worker), and those, among the holes their neighbours left, pin pages
-    // the trim cannot return (about 0.5-1 MB a worker after 15,000 connections). The fall
-    // lasts as long as no newcomer lifts the count above that of the last trim.
-    const bool falling = w.peak_ == w.trimmed_at_;
-    if ((w.connections_ * 4 < w.peak_ && (w.peak_ >= trim_threshold || falling)) ||
-        (w.connections_ == 0 && w.closed_since_trim_ >= trim_threshold)) {
-        w.peak_ = w.trimmed_at_ = w.connections_;
-        w.closed_since_trim_ = 0;
-        w.request_trim();
-    }
+    w.trimmer_.closed(w.connections_);
     if (w.stopping_ && w.connections_ == 0) {
         w.finish_stop();
         return;
@@ -127,99 +101,6 @@ void worker::on_connection_closed(void* self) noexcept {
     // next retry (posted: this close may come from inside that listener's accept loop).
     for (const auto& l : w.listeners_)
         if (l->paused()) l->resume_soon();
-}
-
-void worker::request_trim() noexcept {
-    if (trim_posted_) {
-        trim_again_ = true; // the queued trim comes before the frees of these closes
-        return;
-    }
-    // Queued behind the frees of the connections just closed (each frees itself through the
-    // loop), so that the trim finds their memory free.
-    try {
-        boost::asio::post(io_, [this] { trim(); });
-        trim_posted_ = true;
-    } catch (...) {
-        // No memory to queue it: the next qualifying close tries again.
-    }
-}
-
-void worker::trim() noexcept {
-    trim_posted_ = false;
-    if (trim_again_) {
-        // More connections closed while this waited, and their frees are queued behind it:
-        // go behind them (at most once per quarter of the fall).
-        trim_again_ = false;
-        request_trim();
-        if (trim_posted_) return;
-    }
-    connection::release_kept(); // kept objects from the peak would pin their pages
-    // Every arena, not only the main one: the whole pages inside free chunks go back (madvise).
-    // A worker arena's top chunk is left to free(), which shrinks it past 128 KiB.
-    ::malloc_trim(0);
-}
-
-bool worker::free_descriptor() noexcept {
-    // An idle pooled upstream connection first, the one idle longest: no client waits on it.
-    if (timeouts::idle_entry* e = registry_.oldest(upstream::upstream_kinds::pooled))
-        if (upstream::upstream_connection::from(*e).shed()) return true;
-    return relieve_pressure();
-}
-
-bool worker::relieve_pressure() noexcept {
-    if (!settings_.timeouts) {
-        // No idle order is kept: reclaim any idle connection.
-        for (connection& c : live_) {
-            if (c.idle()) {
-                c.close(close_reason::pressure);
-                return true;
-            }
-        }
-        return false;
-    }
-    // The oldest idle connection, taken from the head of each reclaimable kind: keep-alive (idle
-    // longest since its last response, retired or not), silent (accepted, nothing received),
-    // and answered connections that only discard what they are still sent (closing one costs
-    // the courtesy, not a request, where keeping it would let trickled bodies hold their
-    // descriptors for lingering_time). The other kinds are mid-request and never reclaimed.
-    //
-    // None is taken the moment it went quiet: a keep-alive connection used within
-    // keep_alive_min_timeout is likely in a balancer's pool with a request on its way, and a
-    // connection accepted within a tenth of that likely has its first request on the wire (a
-    // balancer sends it right behind the handshake, a network delays it). Better to make the
-    // newcomer wait than to close one under a request. The silent grace is shorter: silent
-    // attackers reconnect at once, and each newcomer must find one old enough to take. A peek
-    // spares one whose request is in its socket, unread in this same event batch.
-    const auto now = timeouts::clock::now();
-    const auto quiet = now - settings_.min_quiet;
-    connection* oldest = nullptr;
-    const auto consider = [&](const timeouts::timeout_kind& kind,
-                              timeouts::clock::time_point since, bool unless_asked) {
-        timeouts::idle_entry* e = registry_.oldest(kind);
-        if (e == nullptr || e->idle_start() > since) return;
-        connection& c = connection::from(*e);
-        if (unless_asked && c.input_waiting()) return;
-        if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
-    };
-    consider(client_kinds::keep_alive, quiet, true);
-    consider(client_kinds::retired, quiet, true);
-    consider(client_kinds::silent, now - settings_.min_quiet / 10, true);
-    consider(client_kinds::linger, quiet, false);
-    consider(client_kinds::discard, quiet, false);
-    if (oldest != nullptr) {
-        oldest->close(close_reason::pressure);
-        return true;
-    }
-    // Nothing quiet for long enough: the newcomer waits, and the connection idle longest
-    // among the recently used is asked to close after its next response (it moves to the
-    // retired kind, so the next newcomer asks the next one). A balancer's pool gives it up
-    // then, with no request lost, and its descriptor comes back for the newcomer (the
-    // listeners resume at the close).
-    if (timeouts::idle_entry* e = registry_.oldest(client_kinds::keep_alive)) {
-        connection::from(*e).retire_idle();
-        metrics_.pressure_retires.add();
-    }
-    return false;
 }
 
 std::vector<connection_ptr> worker::all_connections() {

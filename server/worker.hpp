@@ -4,8 +4,10 @@
 #include "connection.hpp"
 #include "connection_context.hpp"
 #include "handlers.hpp"
+#include "heap_trimmer.hpp"
 #include "listener.hpp"
 #include "poller.hpp"
+#include "pressure.hpp"
 #include "worker_metrics.hpp"
 #include "worker_settings.hpp"
 
@@ -81,13 +83,11 @@ public:
         return connections_ < settings_.max_connections + settings_.past_limit;
     }
     /// The oldest quiet connection closes, or the recently used one idle longest is retired.
-    bool relieve_pressure() noexcept override;
-    bool free_descriptor() noexcept override;
+    bool relieve_pressure() noexcept override { return pressure_.relieve(); }
+    bool free_descriptor() noexcept override { return pressure_.free_descriptor(); }
 
 private:
     static void on_connection_closed(void* self) noexcept;
-    void request_trim() noexcept;
-    void trim() noexcept;
     void close_spread();
     std::vector<connection_ptr> all_connections();
     void finish_stop() noexcept;
@@ -106,6 +106,8 @@ private:
     connection_context ctx_;
     handler_context handlers_;
     live_connections live_;
+    pressure pressure_;
+    heap_trimmer trimmer_;
     std::vector<std::shared_ptr<listener>> listeners_;
     boost::asio::steady_timer drain_timer_;
     boost::asio::steady_timer spread_timer_;
@@ -115,11 +117,6 @@ private:
     };
     std::vector<spread_close> spread_; ///< idle connections a stop closes, earliest due first
     std::size_t spread_next_ = 0;
-    std::size_t peak_ = 0;       ///< connections at the high-water mark since the last trim
-    std::size_t trimmed_at_ = 0; ///< connections when the last trim was decided
-    std::size_t closed_since_trim_ = 0;
-    bool trim_posted_ = false;
-    bool trim_again_ = false; ///< more trimming closes came while a trim was queued
     std::thread thread_;
     std::size_t connections_ = 0;
     bool stopping_ = false;

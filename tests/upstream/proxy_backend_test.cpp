@@ -95,7 +95,7 @@ TEST_F(ProxyBackendTest, OutOfDescriptorsAnIdleUpstreamConnectionGoesFirst) {
 }
 
 TEST_F(ProxyBackendTest, AtTheDescriptorLimitARequestAfterTheNewcomerClosesNothingMore) {
-    start_with({.answer_after = 4});
+    start_with({.answer_after = 3});
     {
         std::vector<std::unique_ptr<test_client>> cs;
         for (int i = 0; i < 3; ++i) {
