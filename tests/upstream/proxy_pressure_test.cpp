@@ -290,6 +290,21 @@ TEST_F(ProxyReloadTest, AReloadMovesIdleClientsOnlyWhateverElseHasTheirDuration)
 TEST_F(ProxyReloadTest, PressureDuringAReload) {
     write("max_connections = 4\nkeep_alive_timeout = \"20s\"\nkeep_alive_min_timeout = \"100ms\"\n");
     start();
+    {
+        // Four upstream connections at once, then idle in the pool: the oldest entries of
+        // their duration, which is the keep-alive one (20,002 ms).
+        backend.hold_until = 4;
+        std::vector<std::unique_ptr<test_client>> cs;
+        for (int i = 0; i < 4; ++i) {
+            cs.push_back(std::make_unique<test_client>(port));
+            ASSERT_TRUE(cs.back()->send(get));
+        }
+        for (auto& c : cs)
+            ASSERT_TRUE(c->read_response());
+    }
+    for (const auto until = steady::now() + 5s;
+         srv->workers()[0]->connections() != 0 && steady::now() < until;)
+        std::this_thread::sleep_for(5ms);
     std::vector<std::unique_ptr<test_client>> kept;
     for (int i = 0; i < 4; ++i) { // the limit, all keep-alive after one request each
         kept.push_back(std::make_unique<test_client>(port));
