@@ -26,16 +26,20 @@ hello_handler& fallback() noexcept {
 
 // --- exchange: what a handler calls -------------------------------------------------------------
 
+session& exchange::owner() const noexcept {
+    return static_cast<session&>(const_cast<exchange&>(*this));
+}
+
 const request_head& exchange::request() const noexcept {
-    return s_.state_->head;
+    return owner().state_->head;
 }
 
 std::string_view exchange::peer() const noexcept {
-    return s_.transport_ != nullptr ? s_.transport_->peer() : std::string_view{};
+    return owner().transport_ != nullptr ? owner().transport_->peer() : std::string_view{};
 }
 
 void exchange::respond(response_head head) {
-    s_.start_response(head);
+    owner().start_response(head);
 }
 
 void session::start_response(response_head& head) {
@@ -58,8 +62,8 @@ void session::start_response(response_head& head) {
     }
     if (head.close) s.closing_ = true;
     s.responding_ = true;
-    if (s.out_ != nullptr) {
-        s.emit(*s.out_, head, s.date_);
+    if (s.run_ != nullptr) {
+        s.emit(s.run_->out, head, s.run_->date);
         return;
     }
     s.emit(s.output(), head, s.transport_->date());
@@ -67,7 +71,7 @@ void session::start_response(response_head& head) {
 }
 
 void exchange::write(std::string_view bytes) {
-    session& s = s_;
+    session& s = owner();
     if (s.head_only_ || bytes.empty()) return;
     std::string& out = s.output();
     if (s.chunked_) {
@@ -80,17 +84,20 @@ void exchange::write(std::string_view bytes) {
     } else {
         out.append(bytes);
     }
-    if (s.out_ == nullptr) s.transport_->wake();
+    if (s.run_ == nullptr) s.transport_->wake();
 }
 
 void exchange::send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length) {
-    session& s = s_;
-    if (!s.head_only_ && length != 0) s.file_ = file_body{std::move(fd), offset, length};
+    session& s = owner();
+    if (!s.head_only_ && length != 0) {
+        s.file_ = session::files::take();
+        *s.file_ = file_body{std::move(fd), offset, length};
+    }
     finish();
 }
 
 void exchange::finish() {
-    session& s = s_;
+    session& s = owner();
     ++s.requests_;
     if (s.chunked_) s.output().append("0\r\n\r\n");
     s.chunked_ = false;
@@ -101,7 +108,7 @@ void exchange::finish() {
 
 void exchange::respond_text(unsigned status, std::string_view body, std::string_view extra_fields) {
     // The common answer of synchronous handlers: one pass, no chunking to consider.
-    session& s = s_;
+    session& s = owner();
     response_head head = text_head(status, body.size());
     head.extra_fields = extra_fields;
     s.start_response(head);
@@ -109,22 +116,22 @@ void exchange::respond_text(unsigned status, std::string_view body, std::string_
     ++s.requests_;
     s.responding_ = false;
     s.finished_ = true;
-    if (s.out_ == nullptr) s.end_response(); // within consume(), dispatch() settles the request
+    if (s.run_ == nullptr) s.end_response(); // within consume(), dispatch() settles the request
 }
 
 std::size_t exchange::room() const noexcept {
     const std::size_t queued =
-        s_.out_ != nullptr ? s_.out_->size() : s_.transport_->output().size();
-    const std::size_t limit = s_.settings_->max_queued_bytes;
+        owner().run_ != nullptr ? owner().run_->out.size() : owner().transport_->output().size();
+    const std::size_t limit = owner().settings_->max_queued_bytes;
     return queued < limit ? limit - queued : 0;
 }
 
 void exchange::defer(deferred& d) {
-    s_.deferred_ = &d;
+    owner().set_deferred(&d);
 }
 
 void exchange::read_body() {
-    session& s = s_;
+    session& s = owner();
     s.body_to_handler_ = true;
     request_parser& parser = *s.state_->parser;
     // Not when body bytes came with the header: the client is sending it already.
@@ -132,37 +139,38 @@ void exchange::read_body() {
         !s.body_in_hand_) {
         s.output().append(continue_line);
         s.sent_continue_ = true;
-        if (s.out_ == nullptr) s.transport_->wake();
+        if (s.run_ == nullptr) s.transport_->wake();
     }
 }
 
 void exchange::abort() {
-    session& s = s_;
+    session& s = owner();
     s.closing_ = true;
-    s.deferred_ = nullptr;
+    s.set_deferred(nullptr);
     s.finish_request();
-    if (s.out_ == nullptr && s.transport_ != nullptr) s.transport_->wake();
+    if (s.run_ == nullptr && s.transport_ != nullptr) s.transport_->wake();
 }
 
 void exchange::resume_body() {
-    session& s = s_;
+    session& s = owner();
     if (!s.body_paused_) return;
     s.body_paused_ = false;
-    if (s.out_ == nullptr) s.transport_->wake();
+    if (s.run_ == nullptr) s.transport_->wake();
 }
 
 // --- session ------------------------------------------------------------------------------------
 
 std::size_t session::request_state::on_body(std::string_view bytes) {
     session& s = *owner;
-    if (!s.body_to_handler_ || s.deferred_ == nullptr) return bytes.size(); // discarded
-    const std::size_t taken = s.deferred_->on_body(bytes);
+    if (!s.body_to_handler_ || answer == nullptr) return bytes.size(); // discarded
+    const std::size_t taken = answer->on_body(bytes);
     if (taken < bytes.size()) s.body_paused_ = true;
     return taken;
 }
 
 void session::release_kept() noexcept {
     states::release();
+    files::release();
 }
 
 session::~session() {
@@ -176,20 +184,25 @@ void session::drain() noexcept {
 }
 
 void session::file_done() noexcept {
-    file_.reset();
+    file_->fd.reset(); // the file closes now, whether or not the body is kept for reuse
+    try {
+        files::give(std::move(file_));
+    } catch (...) {
+        file_.reset();
+    }
     if (draining_ && current_phase() == phase::idle) closing_ = true;
 }
 
 std::string& session::output() {
-    return out_ != nullptr ? *out_ : transport_->output();
+    return run_ != nullptr ? run_->out : transport_->output();
 }
 
 void session::finish_request() noexcept {
     sent_continue_ = dispatched_ = responding_ = finished_ = chunked_ = head_only_ = false;
     body_to_handler_ = body_paused_ = body_done_ = false;
-    deferred_ = nullptr;
     if (draining_) closing_ = true;
     if (!state_) return;
+    state_->answer = nullptr;
     state_->parser.reset();
     state_->held.reset();
     try {
@@ -203,17 +216,16 @@ void session::end_response() noexcept {
     // The request ends when both its response and its body are done; until then a body still
     // arriving is read (for the handler, or to discard it).
     if (!finished_ || !body_done_) {
-        if (out_ == nullptr && transport_ != nullptr) transport_->wake();
+        if (run_ == nullptr && transport_ != nullptr) transport_->wake();
         return;
     }
     finish_request();
-    if (out_ == nullptr && transport_ != nullptr) transport_->wake();
+    if (run_ == nullptr && transport_ != nullptr) transport_->wake();
 }
 
 void session::abort() noexcept {
-    if (deferred_ == nullptr) return;
-    deferred* d = deferred_;
-    deferred_ = nullptr;
+    deferred* d = deferred_answer();
+    if (d == nullptr) return;
     finish_request();
     d->on_abort();
 }
@@ -221,15 +233,11 @@ void session::abort() noexcept {
 std::size_t session::consume(const char* data, std::size_t size, std::string& out,
                              std::string_view date, exchange_log* log) {
     std::size_t used = 0;
-    out_ = &out;
-    date_ = date;
-    log_ = log;
+    consume_run run{out, date, log};
+    run_ = &run;
     struct forget {
         session& s;
-        ~forget() { // even if an allocation throws: never keep stale pointers
-            s.out_ = nullptr;
-            s.log_ = nullptr;
-        }
+        ~forget() { s.run_ = nullptr; } // even if an allocation throws: never a stale pointer
     } const guard{*this};
     while (!closing_ && !file_ && out.size() < settings_->max_queued_bytes) {
         if (!state_) {
@@ -270,7 +278,8 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
         used += n;
         if (parser.is_done() && !body_done_) {
             body_done_ = true;
-            if (body_to_handler_ && deferred_ != nullptr) deferred_->on_body_end();
+            if (deferred* d = deferred_answer(); body_to_handler_ && d != nullptr)
+                d->on_body_end();
             if (!state_) continue; // it answered: the request is over
             if (finished_) {
                 finish_request();
@@ -291,23 +300,22 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
 
 void session::dispatch() {
     dispatched_ = true;
-    ++started_;
     request_head& req = state_->head;
     const router::route* route = nullptr;
     if (req.target.size() == 1 && req.target[0] == '*') {
         // OPTIONS * asks about the server itself (the parser allows "*" for OPTIONS only).
         response_head head;
         head.extra_fields = "Allow: GET, HEAD, OPTIONS\r\n";
-        exchange_.respond(head);
-        exchange_.finish();
+        as_exchange().respond(head);
+        as_exchange().finish();
     } else {
         route = settings_->routes != nullptr ? settings_->routes->find(req.target) : nullptr;
         handler& h = route != nullptr ? *route->target : fallback();
-        h.on_request(exchange_);
-        if (!finished_ && deferred_ == nullptr) {
+        h.on_request(as_exchange());
+        if (!finished_ && deferred_answer() == nullptr) {
             // A handler must answer or say it answers later; refuse rather than hang.
             if (!responding_) {
-                exchange_.respond_text(500, "Internal Server Error\n");
+                as_exchange().respond_text(500, "Internal Server Error\n");
             } else {
                 closing_ = true;
                 finish_request();
@@ -316,26 +324,26 @@ void session::dispatch() {
         }
     }
     if (!state_) return;
-    if (deferred_ != nullptr && route != nullptr) state_->held = route->target;
+    if (state_->answer != nullptr && route != nullptr) state_->held = route->target;
     if (state_->parser->is_done()) {
         body_done_ = true;
-        if (body_to_handler_ && deferred_ != nullptr) deferred_->on_body_end();
+        if (body_to_handler_ && state_->answer != nullptr) state_->answer->on_body_end();
         if (state_ && finished_) finish_request();
     }
 }
 
 void session::emit(std::string& out, response_head& head, std::string_view date) {
     append_head(out, head, date);
-    if (log_ == nullptr) return;
+    exchange_log* log = run_ != nullptr ? run_->log : nullptr;
+    if (log == nullptr) return;
     const request_head* req = state_ ? &state_->head : nullptr;
-    log_->on_response(req, head.status,
+    log->on_response(req, head.status,
                       head_only_ || head.length_unknown ? 0 : head.content_length);
 }
 
 void session::fail(unsigned status, std::string& out, std::string_view date) {
-    if (deferred_ != nullptr) {
-        deferred* d = deferred_;
-        deferred_ = nullptr;
+    if (deferred* d = deferred_answer()) {
+        state_->answer = nullptr;
         d->on_abort();
     }
     // After its answer went out, a request whose body turns out malformed gets no second

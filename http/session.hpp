@@ -111,8 +111,10 @@ public:
 
 private:
     friend class session;
-    explicit exchange(session& s) noexcept : s_(s) {}
-    session& s_;
+    exchange() = default;
+    ~exchange() = default;
+    /// The session this is the handler's face of (its base: no pointer kept).
+    [[nodiscard]] session& owner() const noexcept;
 };
 
 /// The protocol half of one connection, without I/O: bytes in, responses out.
@@ -122,7 +124,7 @@ private:
 /// passes max_queued_bytes, a file body must be streamed, a handler answers later, or the
 /// connection is to close. The parser and request fields live in a pooled request_state taken
 /// when a request starts and given back when it ends, so an idle session is a few bytes.
-class session {
+class session : private exchange {
 public:
     enum class phase {
         idle,    ///< between requests: no byte of the next one consumed
@@ -133,7 +135,7 @@ public:
 
     explicit session(const session_settings& settings,
                      session_transport* transport = nullptr) noexcept
-        : settings_(&settings), transport_(transport), exchange_(*this) {}
+        : settings_(&settings), transport_(transport) {}
     session(const session&) = delete;
     session& operator=(const session&) = delete;
     ~session();
@@ -159,7 +161,7 @@ public:
 
     /// The output queue was written out: a deferred answer waiting for room hears of it.
     void output_drained() noexcept {
-        if (deferred_ != nullptr && !finished_) deferred_->on_writable();
+        if (deferred* d = deferred_answer(); d != nullptr && !finished_) d->on_writable();
     }
 
     /// Settings apply from the next request (a reload).
@@ -178,15 +180,18 @@ public:
         return state_ && finished_ && !body_done_ && !body_to_handler_;
     }
     /// A handler is still answering: more output is to come before any close.
-    [[nodiscard]] bool answering() const noexcept { return deferred_ != nullptr && !finished_; }
-    [[nodiscard]] bool has_file() const noexcept { return file_.has_value(); }
+    [[nodiscard]] bool answering() const noexcept {
+        return deferred_answer() != nullptr && !finished_;
+    }
+    [[nodiscard]] bool has_file() const noexcept { return file_ != nullptr; }
     [[nodiscard]] file_body& file() noexcept { return *file_; }
     /// The file body is sent.
     void file_done() noexcept;
-    [[nodiscard]] std::uint64_t requests() const noexcept { return requests_; }
+    /// Requests answered (modulo 2^32: compare and subtract as std::uint32_t).
+    [[nodiscard]] std::uint32_t requests() const noexcept { return requests_; }
     /// A deferred answer refused body bytes: consume() takes no more until it resumes.
     [[nodiscard]] bool body_paused() const noexcept { return body_paused_; }
-    /// Frees the request states this thread keeps for reuse (see recycler::release).
+    /// Frees the request states and file bodies this thread keeps for reuse (recycler::release).
     static void release_kept() noexcept;
 
 private:
@@ -195,10 +200,26 @@ private:
         request_head head;
         std::optional<request_parser> parser;
         std::shared_ptr<handler> held; ///< the route's handler, while an answer is deferred
+        deferred* answer = nullptr;    ///< the handler's state while it answers later
         session* owner = nullptr;
         std::size_t on_body(std::string_view bytes) override;
     };
     using states = recycler<request_state, 256>;
+    using files = recycler<file_body, 64>;
+    /// What consume() was given, while it runs (one pointer, not three, in every session).
+    struct consume_run {
+        std::string& out;
+        std::string_view date;
+        exchange_log* log;
+    };
+
+    [[nodiscard]] deferred* deferred_answer() const noexcept {
+        return state_ ? state_->answer : nullptr;
+    }
+    void set_deferred(deferred* d) noexcept {
+        if (state_) state_->answer = d;
+    }
+    [[nodiscard]] exchange& as_exchange() noexcept { return *this; }
 
     void dispatch();
     void start_response(response_head& head);
@@ -212,21 +233,19 @@ private:
         // the body unsent or half-sent: nothing tells where the next request would start.
         const bool unsent_body =
             state_->head.expect_continue && !sent_continue_ && !parser.is_done();
+        // This request is number requests_ + 1: the answered ones come before it.
         return parser.keep_alive() && !draining_ && !unsent_body &&
-               (settings_->max_requests == 0 || started_ < settings_->max_requests);
+               (settings_->max_requests == 0 || requests_ + 1ULL < settings_->max_requests);
     }
 
+    // An idle session is these 56 bytes (with the connection's, what an idle keep-alive
+    // connection costs): per-request state lives in state_, taken from a free list.
     const session_settings* settings_;
     session_transport* transport_;
-    exchange exchange_;
     states::pointer state_;
-    std::optional<file_body> file_;
-    deferred* deferred_ = nullptr; ///< the handler's state while it answers later
-    std::string* out_ = nullptr;   ///< consume()'s output while it runs
-    std::string_view date_;        ///< consume()'s date while it runs
-    exchange_log* log_ = nullptr;  ///< set while consume() runs
-    std::uint64_t requests_ = 0;   ///< answered
-    std::uint64_t started_ = 0;    ///< handed to a handler
+    files::pointer file_;           ///< a file body still to stream, once answered
+    consume_run* run_ = nullptr;    ///< set while consume() runs
+    std::uint32_t requests_ = 0;    ///< answered
     bool closing_ = false;
     bool draining_ = false;
     bool sent_continue_ = false;

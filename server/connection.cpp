@@ -22,10 +22,9 @@ namespace {
 
 using timeouts::timeout_registry;
 
-// Free lists of buffers for connections that are mid-request. Bounded, so a burst does not pin
-// memory for ever.
-using in_buffers = http::recycler<in_buffer, 256>;
-using out_buffers = http::recycler<std::string, 256>;
+// A free list of the buffers of connections that are mid-request. Bounded, so a burst does not
+// pin memory for ever.
+using io_states = http::recycler<io_state, 256>;
 
 constexpr std::size_t max_sendfile_chunk = 256 << 10;
 /// A read buffer starts this small and grows, doubling, only for a header that needs it (as
@@ -42,9 +41,14 @@ bool is_reset(int err) noexcept {
 
 } // namespace
 
+// What an idle keep-alive connection costs: this object, in a 192-byte heap chunk (glibc adds
+// 8 bytes and rounds to 16). Whatever is added must come out elsewhere, or go into io_state.
+static_assert(sizeof(connection) <= 184, "an idle connection fits a 192-byte chunk");
+
 connection::connection(const connection_context& ctx, int fd)
-    : ctx_(ctx), idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
-      session_(ctx.settings.session, this), fd_(fd) {}
+    : fd_(fd), ctx_(ctx),
+      idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
+      session_(ctx.settings.session, this) {}
 
 connection::~connection() {
     if (!closed_) ::close(fd_); // never started (registration failed before close() ran)
@@ -78,9 +82,13 @@ void connection::on_events(std::uint32_t events) noexcept {
     }
 }
 
+io_state& connection::io() {
+    if (!io_) io_ = io_states::take();
+    return *io_;
+}
+
 std::string& connection::output() {
-    if (!out_) out_ = out_buffers::take();
-    return *out_;
+    return io().out;
 }
 
 std::string_view connection::date() noexcept {
@@ -88,16 +96,16 @@ std::string_view connection::date() noexcept {
 }
 
 void connection::release_kept() noexcept {
-    in_buffers::release();
-    out_buffers::release();
+    io_states::release();
     http::session::release_kept();
 }
 
 std::string_view connection::peer() noexcept {
     // Asked for by the few handlers that want it (a proxy's X-Forwarded-For, on every request
     // of the connection): looked up and kept on the first ask, so idle connections of other
-    // routes hold no address, and a proxied one makes the system call once.
-    if (peer_) return peer_.get();
+    // routes hold no address, and a proxied one makes the system call once per busy spell (the
+    // address goes with the buffers when the connection is idle).
+    if (io_ && io_->peer) return io_->peer.get();
     sockaddr_storage a{};
     socklen_t len = sizeof a;
     if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return {};
@@ -107,16 +115,18 @@ std::string_view connection::peer() noexcept {
     else if (a.ss_family == AF_INET6)
         addr = &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
     if (addr == nullptr) return {};
+    std::unique_ptr<char[]>* peer = nullptr;
     try {
-        peer_ = std::make_unique<char[]>(INET6_ADDRSTRLEN);
+        peer = &io().peer;
+        *peer = std::make_unique<char[]>(INET6_ADDRSTRLEN);
     } catch (...) {
         return {};
     }
-    if (::inet_ntop(a.ss_family, addr, peer_.get(), INET6_ADDRSTRLEN) == nullptr) {
-        peer_.reset();
+    if (::inet_ntop(a.ss_family, addr, peer->get(), INET6_ADDRSTRLEN) == nullptr) {
+        peer->reset();
         return {};
     }
-    return peer_.get();
+    return peer->get();
 }
 
 void connection::wake() noexcept {
@@ -156,7 +166,8 @@ void connection::run_drive() noexcept {
 
 bool connection::idle() const noexcept {
     return !closed_ && (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent ||
-                        (phase_ == conn_phase::header && in_len_ == 0 && !out_));
+                        (phase_ == conn_phase::header && in_len() == 0 &&
+                         (!io_ || io_->out.empty())));
 }
 
 void connection::drain() noexcept {
@@ -179,31 +190,29 @@ void connection::drive(bool fresh) {
             woken_ = false;
             fresh = true;
         }
-        if (fresh && in_len_ != 0 && !session_.closing() && !session_.has_file()) {
-            if (!out_) out_ = out_buffers::take();
+        if (fresh && in_len() != 0 && !session_.closing() && !session_.has_file()) {
+            io_state& io = *io_;
             // Past its age the connection answers this request with Connection: close; it is
             // never closed idle for age. A clock read only when an age is set.
             const auto age = ctx_.settings.max_age;
             if (age != timeouts::clock::duration::zero() && timeouts::clock::now() - born_ >= age)
                 session_.retire();
-            const auto before = session_.requests();
+            const std::uint32_t before = session_.requests();
             std::size_t used = 0;
             if (access_log* log = ctx_.settings.access) {
                 connection_log entry(*log, fd_);
-                used =
-                    session_.consume(in_->bytes.data(), in_len_, *out_, ctx_.date.value(), &entry);
+                used = session_.consume(io.in.data(), io.in_len, io.out, ctx_.date.value(), &entry);
             } else {
-                used = session_.consume(in_->bytes.data(), in_len_, *out_, ctx_.date.value());
+                used = session_.consume(io.in.data(), io.in_len, io.out, ctx_.date.value());
             }
-            ctx_.metrics.requests.add(static_cast<std::int64_t>(session_.requests() - before));
+            ctx_.metrics.requests.add(static_cast<std::uint32_t>(session_.requests() - before));
             if (used != 0) {
-                in_len_ -= static_cast<std::uint32_t>(used);
-                if (in_len_ != 0)
-                    std::memmove(in_->bytes.data(), in_->bytes.data() + used, in_len_);
+                io.in_len -= static_cast<std::uint32_t>(used);
+                if (io.in_len != 0) std::memmove(io.in.data(), io.in.data() + used, io.in_len);
             }
         }
         fresh = false;
-        if (out_ && out_off_ < out_->size()) {
+        if (io_ && io_->out_off < io_->out.size()) {
             if (!write_pending()) return;
             session_.output_drained();
             fresh = true;
@@ -227,7 +236,7 @@ void connection::drive(bool fresh) {
             wait(false);
             return;
         }
-        if (in_ && in_len_ == in_->bytes.size() &&
+        if (io_ && io_->in_len == io_->in.size() &&
             session_.current_phase() != http::session::phase::headers &&
             (session_.body_paused() || session_.current_phase() == http::session::phase::waiting)) {
             // The handler holds the request and the buffer is full (a paused body, or
@@ -235,38 +244,36 @@ void connection::drive(bool fresh) {
             wait(false);
             return;
         }
-        const std::size_t had = in_len_;
+        const std::size_t had = in_len();
         if (!read_some()) return;
-        fresh = in_len_ != had;
+        fresh = io_->in_len != had;
         if (phase_ == conn_phase::linger) {
-            in_len_ = 0; // discard what a closing client sends
+            io_->in_len = 0; // discard what a closing client sends
             fresh = false;
         }
     }
 }
 
 bool connection::read_some() {
-    if (!in_) {
-        in_ = in_buffers::take();
-        if (in_->bytes.size() < initial_in_bytes) in_->bytes.resize(initial_in_bytes);
-    }
-    if (in_len_ == in_->bytes.size()) {
+    io_state& io = this->io();
+    if (io.in.size() < initial_in_bytes) io.in.resize(initial_in_bytes);
+    if (io.in_len == io.in.size()) {
         // A header (or chunk header) longer than the buffer: grow it, up to a whole header.
         const std::size_t limit = ctx_.settings.in_buffer_bytes;
-        if (in_->bytes.size() >= limit) {
+        if (io.in.size() >= limit) {
             // Cannot happen: the session refuses a header (or trailer) larger than
             // max_header_bytes, which is below the limit. Never wait on a full buffer, which
             // would stall the connection until a timeout.
             close(close_reason::error);
             return false;
         }
-        in_->bytes.resize(std::min(limit, in_->bytes.size() * 2));
+        io.in.resize(std::min(limit, io.in.size() * 2));
     }
-    const std::size_t space = in_->bytes.size() - in_len_;
+    const std::size_t space = io.in.size() - io.in_len;
     for (;;) {
-        const ssize_t n = ::recv(fd_, in_->bytes.data() + in_len_, space, 0);
+        const ssize_t n = ::recv(fd_, io.in.data() + io.in_len, space, 0);
         if (n > 0) {
-            in_len_ += static_cast<std::uint32_t>(n);
+            io.in_len += static_cast<std::uint32_t>(n);
             // A short read emptied the socket: the next bytes raise a new edge (unless the
             // peer hung up, which raises none: then read on until recv says so).
             if (static_cast<std::size_t>(n) < space && !hung_up_) readable_ = false;
@@ -288,14 +295,15 @@ bool connection::read_some() {
 
 bool connection::write_pending() {
     if (writable_) {
+        io_state& io = *io_;
         for (;;) {
             const ssize_t n =
-                ::send(fd_, out_->data() + out_off_, out_->size() - out_off_, MSG_NOSIGNAL);
+                ::send(fd_, io.out.data() + io.out_off, io.out.size() - io.out_off, MSG_NOSIGNAL);
             if (n >= 0) {
-                out_off_ += static_cast<std::uint32_t>(n);
-                if (out_off_ < out_->size()) break; // the send buffer is full
-                out_->clear();
-                out_off_ = 0;
+                io.out_off += static_cast<std::uint32_t>(n);
+                if (io.out_off < io.out.size()) break; // the send buffer is full
+                io.out.clear();
+                io.out_off = 0;
                 return true;
             }
             if (errno == EINTR) continue;
@@ -363,12 +371,12 @@ void connection::finish() {
     // with RST and could destroy the response in flight: half-close, and read until the client
     // closes, lingering_timeout passes between two reads, or lingering_time in all.
     if (phase_ == conn_phase::linger) return; // lingering already: until EOF or a deadline
-    if (in_len_ == 0 && !session_.discarding()) {
+    if (in_len() == 0 && !session_.discarding()) {
         close(close_reason::done);
         return;
     }
     ::shutdown(fd_, SHUT_WR);
-    in_len_ = 0;
+    io().in_len = 0; // a total starts (enter below): it is kept beside the buffers
     enter(conn_phase::linger, false);
 }
 
@@ -387,7 +395,7 @@ void connection::wait(bool writable) {
         enter(conn_phase::waiting, false); // the handler has it: its own timeouts bound it
     } else if (session_.current_phase() == http::session::phase::body) {
         enter(session_.discarding() ? conn_phase::discard : conn_phase::body, true);
-    } else if (in_len_ != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
+    } else if (in_len() != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
         enter(conn_phase::header, answered); // a total from the request's first byte
     } else if (phase_ == conn_phase::silent && session_.requests() == 0) {
         enter(conn_phase::silent, false); // from accept: empty lines do not move it
@@ -400,8 +408,8 @@ void connection::wait(bool writable) {
     want_read_ = !writable;
     // Phases with a total as well as a gap: the touch above read the clock.
     const timeouts::clock::duration total = ctx_.settings.total_for(phase_);
-    if (total != timeouts::clock::duration::zero() && idle_.enrolled() &&
-        idle_.idle_start() - phase_start_ >= total)
+    if (total != timeouts::clock::duration::zero() && idle_.enrolled() && io_ &&
+        idle_.idle_start() - io_->phase_start >= total)
         on_timeout();
 }
 
@@ -427,7 +435,8 @@ void connection::enter(conn_phase p, bool touch_if_same) {
     }
     // A new phase, or a reload changed this phase's duration: move lists.
     ctx_.registry.enroll(idle_, k, d);
-    if (!same) phase_start_ = idle_.idle_start();
+    // Only phases with a total (body, discard, linger) read it, and they always hold buffers.
+    if (!same && io_) io_->phase_start = idle_.idle_start();
 }
 
 const timeouts::timeout_kind& connection::kind_for(conn_phase p) const noexcept {
@@ -447,7 +456,7 @@ void connection::retire_idle() noexcept {
 
 bool connection::input_waiting() const noexcept {
     char byte = 0;
-    return in_len_ != 0 || ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+    return in_len() != 0 || ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
 }
 
 void connection::leave_timeouts() noexcept {
@@ -482,14 +491,14 @@ void connection::on_timeout() noexcept {
     case conn_phase::header:
     case conn_phase::body:
         // Part of a request arrived: say why before closing. Nothing did: close silently.
-        if (in_len_ != 0 || phase_ == conn_phase::body) {
+        if (in_len() != 0 || phase_ == conn_phase::body) {
             try {
-                if (!out_) out_ = out_buffers::take();
-                out_->erase(0, out_off_);
-                out_off_ = 0;
-                session_.fail(408, *out_, ctx_.date.value());
+                io_state& io = this->io();
+                io.out.erase(0, io.out_off);
+                io.out_off = 0;
+                session_.fail(408, io.out, ctx_.date.value());
                 [[maybe_unused]] const ssize_t n =
-                    ::send(fd_, out_->data(), out_->size(), MSG_NOSIGNAL);
+                    ::send(fd_, io.out.data(), io.out.size(), MSG_NOSIGNAL);
             } catch (...) {
                 // out of memory: close without the courtesy
             }
@@ -542,22 +551,20 @@ void connection::close(close_reason why) noexcept {
 }
 
 void connection::release_buffers() noexcept {
-    try {
-        if (in_ && in_len_ == 0) {
-            if (in_->bytes.size() == initial_in_bytes) {
-                in_buffers::give(std::move(in_));
-            } else {
-                in_.reset(); // grown for one long header: give the memory back
-            }
-        }
-        if (out_ && out_off_ == 0 && out_->empty()) out_buffers::give(std::move(out_));
-    } catch (...) {
-        in_.reset();
-        out_.reset();
-    }
+    if (!io_) return;
     if (closed_) {
-        in_.reset();
-        out_.reset();
+        io_.reset();
+        return;
+    }
+    io_state& io = *io_;
+    if (io.in_len != 0 || io.out_off != 0 || !io.out.empty()) return; // still busy
+    io.peer.reset();
+    // A buffer grown for one long header gives the memory back; the next request starts small.
+    if (io.in.size() != initial_in_bytes) std::string().swap(io.in);
+    try {
+        io_states::give(std::move(io_));
+    } catch (...) {
+        io_.reset();
     }
 }
 

@@ -21,9 +21,16 @@ namespace tarry::server {
 class connection;
 using connection_ptr = boost::intrusive_ptr<connection>;
 
-/// A connection's read buffer (a named type so it has its own free list).
-struct in_buffer {
-    std::string bytes;
+/// What a connection holds only while it has a request in progress: taken from a per-thread
+/// free list when bytes arrive, given back when the connection goes idle, so that an idle
+/// keep-alive connection is the connection object alone.
+struct io_state {
+    std::string in;  ///< request bytes: in_len of them, from the start
+    std::string out; ///< queued responses, written from out_off
+    std::unique_ptr<char[]> peer; ///< the client's address as text, once a handler asked
+    timeouts::clock::time_point phase_start{}; ///< when a phase with a total began
+    std::uint32_t in_len = 0;
+    std::uint32_t out_off = 0;
 };
 
 /// One client connection: socket I/O and timeouts around an http::session.
@@ -34,6 +41,8 @@ struct in_buffer {
 /// calls directly: one recv and one send per request, no other system call. An idle keep-alive
 /// connection holds no read buffer, no parser, no output buffer and no pending operation: they
 /// come from per-thread free lists when bytes arrive and go back when the response is written.
+/// What stays is this object, 184 bytes (a 192-byte heap chunk): the layout below is ordered
+/// and sized for it (checked by a static_assert in connection.cpp).
 ///
 /// The connection is always enrolled in exactly one timeout list, the one for its phase's kind
 /// (client_kinds) and duration:
@@ -52,8 +61,7 @@ struct in_buffer {
 /// Lifetime: the worker's accept gives it one reference, which close() hands to a posted
 /// handler, so the object outlives the event batch or expiry round that closed it. The count is
 /// intrusive and single-threaded: a connection never leaves its worker's thread.
-class connection : public pollable,
-                   public http::session_transport,
+class connection : public http::session_transport,
                    public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
     /// Takes ownership of `fd` (connected, non-blocking).
@@ -65,7 +73,8 @@ public:
     /// Registers with the poller and waits for the first request. Throws std::bad_alloc if the
     /// connection cannot be enrolled; the caller then closes it.
     void start();
-    void on_events(std::uint32_t events) noexcept override;
+    /// Readiness edges from the poller (called directly, not through a vtable: see poller).
+    void on_events(std::uint32_t events) noexcept;
 
     /// Graceful stop: idle connections close now; the others finish their request with
     /// Connection: close.
@@ -104,8 +113,6 @@ public:
     /// Frees the buffers and request states this thread keeps for reuse (after a flood).
     static void release_kept() noexcept;
 
-    live_hook live; ///< in the worker's list of live connections
-
     // http::session_transport: a handler that answers later writes through these.
     std::string& output() override;
     std::string_view date() noexcept override;
@@ -126,18 +133,24 @@ private:
     void release_buffers() noexcept;
     void nodelay() noexcept;
 
+    /// The request in progress's buffers, taken now if the connection was idle.
+    io_state& io();
+    [[nodiscard]] std::uint32_t in_len() const noexcept { return io_ ? io_->in_len : 0; }
+
+    // Ordered for size: fd_ fills the reference count's padding, and the small fields close
+    // the object without a hole.
+    int fd_;
     const connection_context& ctx_;
+
+public:
+    live_hook live; ///< in the worker's list of live connections
+
+private:
     timeouts::idle_entry idle_;
     http::session session_;
-    std::unique_ptr<in_buffer> in_;    ///< request bytes; only while a request is in progress
-    std::unique_ptr<std::string> out_; ///< queued responses; only while some are
-    std::unique_ptr<char[]> peer_;     ///< the client's address as text, once a handler asked
-    std::uint32_t in_len_ = 0;         ///< bytes in in_ (bounded by the buffer size)
-    std::uint64_t answered_ = 0;       ///< session_.requests() at the last wait
-    timeouts::clock::time_point phase_start_{}; ///< when the current phase began
-    timeouts::clock::time_point born_{};        ///< accepted (for max_connection_age)
-    std::uint32_t out_off_ = 0;                 ///< bytes of out_ already written
-    int fd_;
+    std::unique_ptr<io_state> io_;       ///< only while a request is in progress
+    timeouts::clock::time_point born_{}; ///< accepted (for max_connection_age)
+    std::uint32_t answered_ = 0;         ///< session_.requests() at the last wait
     conn_phase phase_ = conn_phase::silent;
     bool closed_ = false;
     bool peer_eof_ = false;

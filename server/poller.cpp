@@ -1,11 +1,16 @@
 #include "poller.hpp"
 
+#include "connection.hpp"
+
 #include <cerrno>
 #include <system_error>
 
 namespace tarry::server {
 
 namespace {
+
+/// Set in the event data of a client connection (objects are at least 8-byte aligned).
+constexpr std::uintptr_t connection_tag = 1;
 
 int make_epoll() {
     const int fd = ::epoll_create1(EPOLL_CLOEXEC);
@@ -22,9 +27,20 @@ poller::~poller() {
 }
 
 bool poller::add(int fd, pollable& owner, std::uint32_t events) noexcept {
+    return add(fd, static_cast<void*>(&owner), events);
+}
+
+bool poller::add(int fd, connection& owner) noexcept {
+    static_assert(alignof(connection) > connection_tag);
+    return add(fd,
+               reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(&owner) | connection_tag),
+               EPOLLIN | EPOLLOUT | EPOLLRDHUP);
+}
+
+bool poller::add(int fd, void* data, std::uint32_t events) noexcept {
     epoll_event ev{};
     ev.events = events | EPOLLET;
-    ev.data.ptr = &owner;
+    ev.data.ptr = data;
     return ::epoll_ctl(epoll_.native_handle(), EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
@@ -54,8 +70,13 @@ void poller::dispatch() {
     for (int round = 0; round < 4; ++round) {
         const int n = ::epoll_wait(epoll_.native_handle(), events_.data(),
                                    static_cast<int>(events_.size()), 0);
-        for (int i = 0; i < n; ++i)
-            static_cast<pollable*>(events_[i].data.ptr)->on_events(events_[i].events);
+        for (int i = 0; i < n; ++i) {
+            const auto bits = reinterpret_cast<std::uintptr_t>(events_[i].data.ptr);
+            if ((bits & connection_tag) != 0)
+                reinterpret_cast<connection*>(bits & ~connection_tag)->on_events(events_[i].events);
+            else
+                static_cast<pollable*>(events_[i].data.ptr)->on_events(events_[i].events);
+        }
         if (n < static_cast<int>(events_.size())) return;
     }
 }

@@ -23,7 +23,7 @@ private:
 };
 
 /// What each connection phase is; gauges count connections in each.
-enum class conn_phase : std::size_t {
+enum class conn_phase : std::uint8_t {
     silent, ///< accepted, no byte of a request received yet
     header,
     body,
