@@ -4,6 +4,8 @@
 
 #include <tarry/timeouts/timeout_kind.hpp>
 
+#include <array>
+
 namespace tarry::server {
 
 class connection;
@@ -26,27 +28,13 @@ inline const timeout_kind retired{"retired", owner_tag<connection>};
 inline const timeout_kind linger{"linger", owner_tag<connection>};
 inline const timeout_kind discard{"discard", owner_tag<connection>};
 
-/// The kind of a phase's list (waiting is in none: the handler's own timeouts bound it).
+/// The kind of each phase's list, by conn_phase (waiting is in none: the handler's own
+/// timeouts bound it; it maps to linger only to keep the table whole).
+inline const std::array<const timeout_kind*, static_cast<std::size_t>(conn_phase::count_)>
+    by_phase{&silent, &header, &body, &send, &keep_alive, &linger, &linger, &discard};
+
 [[nodiscard]] inline const timeout_kind& of(conn_phase p) noexcept {
-    switch (p) {
-    case conn_phase::silent:
-        return silent;
-    case conn_phase::header:
-        return header;
-    case conn_phase::body:
-        return body;
-    case conn_phase::send:
-        return send;
-    case conn_phase::keep_alive:
-        return keep_alive;
-    case conn_phase::discard:
-        return discard;
-    case conn_phase::linger:
-    case conn_phase::waiting:
-    case conn_phase::count_:
-        break;
-    }
-    return linger;
+    return *by_phase[static_cast<std::size_t>(p)];
 }
 
 } // namespace client_kinds

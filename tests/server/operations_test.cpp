@@ -1,6 +1,6 @@
 // What an operator relies on: live reload, the metrics endpoint, and staying up when file
 // descriptors run out.
-#include "test_client.hpp"
+#include "server_fixture.hpp"
 
 #include <tarry/server/server.hpp>
 
@@ -19,33 +19,7 @@
 namespace tarry::test {
 namespace {
 
-class ReloadTest : public ::testing::Test {
-protected:
-    std::filesystem::path file = std::filesystem::temp_directory_path() /
-                                 ("tarry_reload_" + std::to_string(::getpid()) + ".toml");
-    std::unique_ptr<server::server> srv;
-    std::thread runner;
-
-    void write(const std::string& text) { std::ofstream(file) << text; }
-
-    void start() {
-        std::vector<std::string> args{"tarry", "--config", file.string(), "--workers", "1"};
-        std::vector<const char*> argv;
-        for (const auto& a : args)
-            argv.push_back(a.c_str());
-        auto cl = server::parse_command_line(static_cast<int>(argv.size()), argv.data());
-        srv = std::make_unique<server::server>(cl.cfg, args);
-        runner = std::thread([this] { srv->run(); });
-    }
-
-    void TearDown() override {
-        if (srv) {
-            srv->stop();
-            runner.join();
-        }
-        std::filesystem::remove(file);
-    }
-};
+using ReloadTest = ServerFromFileTest;
 
 TEST_F(ReloadTest, IdleConnectionsMoveToTheNewTimeoutKeepingTheTimeWaited) {
     const auto port = free_port();

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -100,6 +101,36 @@ protected:
             std::this_thread::sleep_for(5ms);
         }
         return true;
+    }
+};
+
+/// The server started from a configuration file (`tarry --config FILE --workers 1`), the file a
+/// reload re-reads.
+class ServerFromFileTest : public ::testing::Test {
+protected:
+    std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                 ("tarry_config_" + std::to_string(::getpid()) + ".toml");
+    std::unique_ptr<server::server> srv;
+    std::thread runner;
+
+    void write(const std::string& text) { std::ofstream(file) << text; }
+
+    void start() {
+        std::vector<std::string> args{"tarry", "--config", file.string(), "--workers", "1"};
+        std::vector<const char*> argv;
+        for (const auto& a : args)
+            argv.push_back(a.c_str());
+        auto cl = server::parse_command_line(static_cast<int>(argv.size()), argv.data());
+        srv = std::make_unique<server::server>(cl.cfg, args);
+        runner = std::thread([this] { srv->run(); });
+    }
+
+    void TearDown() override {
+        if (srv) {
+            srv->stop();
+            runner.join();
+        }
+        std::filesystem::remove(file);
     }
 };
 

@@ -1,24 +1,13 @@
 // The proxy in front of a backend written here, on threads, whose misbehaviour is exact: it
 // closes idle connections at a chosen time without saying so, or closes a reused connection
 // on the request it just read (the keep-alive race, made deterministic).
-#include "proxy_fixture.hpp"
 #include "thread_backend.hpp"
 
 namespace tarry::test {
 namespace {
 
-class ProxyBackendTest : public ProxyTest {
+class ProxyBackendTest : public ThreadBackendProxyTest {
 protected:
-    std::unique_ptr<thread_backend> backend;
-    void start_with(thread_backend::behaviour b) {
-        backend = std::make_unique<thread_backend>(b);
-        ups.servers = {"127.0.0.1:" + std::to_string(backend->port())};
-        start();
-    }
-    void TearDown() override {
-        ProxyTest::TearDown();
-        backend.reset();
-    }
     std::optional<response> call(test_client& c, const std::string& method) {
         const std::string body = method == "POST" ? "Content-Length: 3\r\n\r\nabc" : "\r\n";
         if (!c.send(method + " /x HTTP/1.1\r\nHost: t\r\n" + body)) return std::nullopt;

@@ -3,31 +3,15 @@
 // the default durations that make kinds meet (header_timeout 60 s is also the upstream's idle,
 // response and read timeout). Reclaiming must take client connections that are idle and
 // nothing else: never an upstream connection taken for a client, never a client mid-request.
-#include "proxy_fixture.hpp"
 #include "thread_backend.hpp"
 
 #include <tarry/server/config.hpp>
 
-#include <filesystem>
-#include <fstream>
-
 namespace tarry::test {
 namespace {
 
-class ProxyPressureTest : public ProxyTest {
+class ProxyPressureTest : public ThreadBackendProxyTest {
 protected:
-    std::unique_ptr<thread_backend> backend;
-
-    void start_with(thread_backend::behaviour b) {
-        backend = std::make_unique<thread_backend>(b);
-        ups.servers = {"127.0.0.1:" + std::to_string(backend->port())};
-        start();
-    }
-    void TearDown() override {
-        if (backend) backend->hold_until = 0;
-        ProxyTest::TearDown();
-        backend.reset();
-    }
     std::int64_t client_closes(server::close_reason r) { return closes(*srv, r); }
     std::size_t connections() { return srv->workers()[0]->connections(); }
 
@@ -217,36 +201,17 @@ TEST_F(ProxyPressureTest, PressureWhilePooledConnectionsAreTakenAndGivenBack) {
 }
 
 /// The server from a configuration file (what a reload re-reads), proxying "/" to a backend.
-class ProxyReloadTest : public ::testing::Test {
+class ProxyReloadTest : public ServerFromFileTest {
 protected:
-    std::filesystem::path file = std::filesystem::temp_directory_path() /
-                                 ("tarry_proxy_reload_" + std::to_string(::getpid()) + ".toml");
     thread_backend backend{{}};
     std::uint16_t port = free_port();
-    std::unique_ptr<server::server> srv;
-    std::thread runner;
 
     void write(const std::string& top) {
-        std::ofstream(file) << "listen = \"127.0.0.1:" << port << "\"\n"
-                            << top << "[[route]]\nprefix = \"/\"\nupstream = \"app\"\n"
-                            << "[upstream.app]\nservers = [\"127.0.0.1:" << backend.port()
-                            << "\"]\nidle_timeout = \"20002ms\"\nresponse_timeout = \"20002ms\"\n";
-    }
-    void start() {
-        std::vector<std::string> args{"tarry", "--config", file.string(), "--workers", "1"};
-        std::vector<const char*> argv;
-        for (const auto& a : args)
-            argv.push_back(a.c_str());
-        auto cl = server::parse_command_line(static_cast<int>(argv.size()), argv.data());
-        srv = std::make_unique<server::server>(cl.cfg, args);
-        runner = std::thread([this] { srv->run(); });
-    }
-    void TearDown() override {
-        if (srv) {
-            srv->stop();
-            runner.join();
-        }
-        std::filesystem::remove(file);
+        ServerFromFileTest::write("listen = \"127.0.0.1:" + std::to_string(port) + "\"\n" + top +
+                              "[[route]]\nprefix = \"/\"\nupstream = \"app\"\n"
+                              "[upstream.app]\nservers = [\"127.0.0.1:" +
+                              std::to_string(backend.port()) +
+                              "\"]\nidle_timeout = \"20002ms\"\nresponse_timeout = \"20002ms\"\n");
     }
 };
 

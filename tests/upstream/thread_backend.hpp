@@ -4,7 +4,7 @@
 // at a chosen time without saying so, closes a reused connection on the request it just read
 // (the keep-alive race, made deterministic), or holds its answers until several requests are
 // in flight (so that as many upstream connections are open at once).
-#include "server/test_client.hpp"
+#include "proxy_fixture.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -122,6 +122,23 @@ private:
     std::thread acceptor_;
     std::mutex mu_;
     std::vector<std::thread> threads_;
+};
+
+/// The proxy (ProxyTest) in front of one thread_backend.
+class ThreadBackendProxyTest : public ProxyTest {
+protected:
+    std::unique_ptr<thread_backend> backend;
+
+    void start_with(thread_backend::behaviour b) {
+        backend = std::make_unique<thread_backend>(b);
+        ups.servers = {"127.0.0.1:" + std::to_string(backend->port())};
+        start();
+    }
+    void TearDown() override {
+        if (backend) backend->hold_until = 0; // no answer held past the test
+        ProxyTest::TearDown();
+        backend.reset();
+    }
 };
 
 } // namespace tarry::test
