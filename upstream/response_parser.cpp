@@ -24,8 +24,24 @@ std::size_t response_parser::feed(const char* data, std::size_t size,
         std::string_view block(data, n);
         const auto end = block.find("\r\n\r\n");
         header_.assign(end == std::string_view::npos ? block : block.substr(0, end + 4));
+        unfold(header_);
     }
     return n;
+}
+
+void response_parser::unfold(std::string& header) noexcept {
+    // RFC 9112, 5.2: a proxy replaces each obs-fold (a line break followed by SP or HTAB) with
+    // SP before interpreting or forwarding. Forwarded as received, a continuation line reads
+    // as a field of its own to a lenient client: "X-A: a\r\n Transfer-Encoding: chunked" next
+    // to a Content-Length is a response-splitting vector. Beast already read it as one value.
+    for (std::size_t at = header.find('\n'); at != std::string::npos && at + 1 < header.size();
+         at = header.find('\n', at + 1)) {
+        if (header[at + 1] != ' ' && header[at + 1] != '\t') continue;
+        header[at] = ' ';
+        if (at > 0 && header[at - 1] == '\r') header[at - 1] = ' ';
+        for (std::size_t ws = at + 1; ws < header.size() && header[ws] == '\t'; ++ws)
+            header[ws] = ' ';
+    }
 }
 
 void response_parser::on_response_impl(int code, boost::beast::string_view, int version,

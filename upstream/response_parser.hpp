@@ -34,7 +34,12 @@ public:
 
     [[nodiscard]] unsigned status() const noexcept { return status_; }
     [[nodiscard]] int version() const noexcept { return version_; }
+    /// The header block, with every obs-fold replaced by spaces (unfold()).
     [[nodiscard]] std::string_view header() const noexcept { return header_; }
+
+    /// Replaces each obs-fold (CRLF or LF, then SP or HTAB) of a header block with spaces, in
+    /// place: a continuation line becomes part of the field it continues.
+    static void unfold(std::string& header) noexcept;
 
 private:
     void on_request_impl(boost::beast::http::verb, boost::beast::string_view,

@@ -29,6 +29,24 @@ TEST_F(ProxyBackendTest, IdempotentRequestOnADeadReusedConnectionIsRetriedOnce) 
     EXPECT_EQ(backend->requests, 3);
 }
 
+// RFC 9112, 5.2: an upstream's obs-fold reaches the client as spaces inside the field it
+// continues, never as a line of its own that a lenient client would read as a second field.
+TEST_F(ProxyBackendTest, AnUpstreamObsFoldIsNeverForwardedAsALine) {
+    start_with({.answer = "HTTP/1.1 200 OK\r\nX-A: a\r\n Transfer-Encoding: chunked\r\n"
+                          "Content-Length: 2\r\n\r\nok"});
+    test_client c(port);
+    auto r = call(c, "GET");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "ok");
+    EXPECT_EQ(r->head.find("\n "), std::string::npos) << r->head;
+    EXPECT_TRUE(r->has("X-A: a   Transfer-Encoding: chunked")) << r->head;
+    EXPECT_TRUE(r->has("Content-Length: 2")) << r->head;
+    auto again = call(c, "GET"); // the connection stays in step
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->body, "ok");
+}
+
 TEST_F(ProxyBackendTest, PostOnADeadReusedConnectionIsNeverReplayed) {
     start_with({.die_on_second = true});
     test_client c(port);

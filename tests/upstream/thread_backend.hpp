@@ -28,6 +28,9 @@ public:
         /// Answer nothing until this many requests have arrived (on any connection), so that
         /// that many upstream connections are open at once; bounded by 10 s.
         int answer_after = 0;
+        /// The whole response to every request (a well-formed 2-byte "ok" by default).
+        std::string answer =
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
     };
 
     explicit thread_backend(behaviour b) : hold_until(b.answer_after), b_(b) {
@@ -106,9 +109,7 @@ private:
             for (const auto until = steady::now() + 10s;
                  requests < hold_until && steady::now() < until && !stop_;)
                 std::this_thread::sleep_for(1ms);
-            const std::string answer =
-                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
-            if (::send(c, answer.data(), answer.size(), MSG_NOSIGNAL) < 0) break;
+            if (::send(c, b_.answer.data(), b_.answer.size(), MSG_NOSIGNAL) < 0) break;
             idle_since = steady::now();
         }
         ::close(c);
