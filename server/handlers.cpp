@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include <array>
+#include <map>
 #include <utility>
 
 namespace tarry::server {
@@ -39,28 +40,41 @@ upstream::upstream_settings settings_of(const upstream_config& u, const config& 
     s.trust_forwarded = cfg.trust_forwarded;
     return s;
 }
+/// What one build of a worker's router shares between its routes: one group per upstream, so
+/// that routes naming one upstream share its pools and its view of which servers are down.
+struct router_build {
+    std::map<std::string, std::shared_ptr<upstream::upstream_group>> groups;
+};
+
 using make_fn = std::shared_ptr<http::handler> (*)(const route_config&, const config&,
-                                                   handler_context&);
+                                                   handler_context&, router_build&);
 
 // One line per kind of route: adding a handler is its own file plus a line here.
 constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
     {kind::hello,
-     [](const route_config&, const config&, handler_context&) -> std::shared_ptr<http::handler> {
+     [](const route_config&, const config&, handler_context&,
+        router_build&) -> std::shared_ptr<http::handler> {
          return std::make_shared<http::hello_handler>();
      }},
     {kind::files,
-     [](const route_config& r, const config&, handler_context&) -> std::shared_ptr<http::handler> {
+     [](const route_config& r, const config&, handler_context&,
+        router_build&) -> std::shared_ptr<http::handler> {
          return std::make_shared<http::files_handler>(r.docroot, r.cache_control);
      }},
     {kind::proxy,
-     [](const route_config& r, const config& cfg,
-        handler_context& ctx) -> std::shared_ptr<http::handler> {
-         const auto u =
-             std::find_if(cfg.upstreams.begin(), cfg.upstreams.end(),
-                          [&](const upstream_config& c) { return c.name == r.upstream; });
-         if (u == cfg.upstreams.end()) // the configuration checks this; a custom config may not
-             throw config_error("route " + r.prefix + ": no upstream named " + r.upstream);
-         return upstream::make_proxy_handler(ctx.io, ctx.registry, settings_of(*u, cfg));
+     [](const route_config& r, const config& cfg, handler_context& ctx,
+        router_build& b) -> std::shared_ptr<http::handler> {
+         auto& group = b.groups[r.upstream];
+         if (!group) {
+             const auto u =
+                 std::find_if(cfg.upstreams.begin(), cfg.upstreams.end(),
+                              [&](const upstream_config& c) { return c.name == r.upstream; });
+             if (u == cfg.upstreams.end()) // the configuration checks this; a custom one may not
+                 throw config_error("route " + r.prefix + ": no upstream named " + r.upstream);
+             group = std::make_shared<upstream::upstream_group>(ctx.io, ctx.registry,
+                                                                settings_of(*u, cfg));
+         }
+         return std::make_shared<upstream::proxy_handler>(group);
      }},
 }};
 
@@ -69,9 +83,10 @@ constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
 std::shared_ptr<http::router>
 build_router(const config& cfg, const std::vector<custom_route>& custom, handler_context& ctx) {
     auto r = std::make_shared<http::router>();
+    router_build b;
     for (const route_config& route : effective_routes(cfg)) {
         for (const auto& [what, make] : makers) {
-            if (what == route.what) r->add(route.prefix, make(route, cfg, ctx));
+            if (what == route.what) r->add(route.prefix, make(route, cfg, ctx, b));
         }
     }
     for (const custom_route& c : custom)

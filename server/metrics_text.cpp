@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace tarry::server {
@@ -113,10 +114,14 @@ worker_snapshot take_snapshot(worker& w) {
         });
     s.date_refreshes = w.date().cache().refreshes();
     if (const http::router* r = w.settings().session.routes) {
+        std::vector<const upstream::upstream_group*> seen; // routes may share a group
         for (const auto& route : r->routes()) {
             const auto* proxy = dynamic_cast<const upstream::proxy_handler*>(route.target.get());
             if (proxy == nullptr) continue;
-            for (const auto& pool : proxy->pools()) {
+            const upstream::upstream_group* g = &proxy->group();
+            if (std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
+            seen.push_back(g);
+            for (const auto& pool : g->pools()) {
                 upstream_sample& u = s.upstreams[pool->name()];
                 upstream::upstream_metrics& m = pool->metrics();
                 u.idle += m.idle.get();

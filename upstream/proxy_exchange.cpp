@@ -46,8 +46,7 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
 
 } // namespace
 
-proxy_exchange::proxy_exchange(boost::asio::io_context&, std::shared_ptr<proxy_handler> handler,
-                               http::exchange& ex)
+proxy_exchange::proxy_exchange(std::shared_ptr<proxy_handler> handler, http::exchange& ex)
     : handler_(std::move(handler)), ex_(&ex) {}
 
 proxy_exchange::~proxy_exchange() {
@@ -59,7 +58,7 @@ void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
     const http::request_head& req = ex_->request();
     idempotent_ = is_idempotent(req.method);
     head_request_ = req.method == bh::verb::head;
-    auto pool = handler_->pick();
+    auto pool = handler_->group().pick();
     build_request_head(pool ? pool->name() : std::string_view{});
     ex_->defer(*this);
     ex_->read_body(); // sends 100 Continue if the client asked: Expect is not forwarded
@@ -165,10 +164,10 @@ void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept 
     connecting_ = false;
     if (ec) {
         pool_->metrics().error(upstream_error::connect);
-        pool_->mark_failed();
+        handler_->group().failed(*pool_);
         drop_connection(upstream_close::error);
         // Nothing was sent: another server may take it, whatever the method.
-        if (auto next = handler_->pick(pool_.get()); next && ++tries_ < 4) {
+        if (auto next = handler_->group().pick(pool_.get()); next && ++tries_ < 4) {
             use(std::move(next));
             return;
         }
@@ -440,7 +439,7 @@ void proxy_exchange::connection_failed(const boost::system::error_code& ec) noex
 
 void proxy_exchange::on_timeout() noexcept {
     const auto hold = self_; // the exchange may call on_abort() from within
-    if (connecting_) pool_->mark_failed();
+    if (connecting_) handler_->group().failed(*pool_);
     fail(504, upstream_error::timeout);
 }
 

@@ -42,8 +42,7 @@ public:
     /// fresh connection when a reused one dies before answering.
     static constexpr std::size_t max_replay = 64 * std::size_t{1024};
 
-    proxy_exchange(boost::asio::io_context& io, std::shared_ptr<proxy_handler> handler,
-                   http::exchange& ex);
+    proxy_exchange(std::shared_ptr<proxy_handler> handler, http::exchange& ex);
     proxy_exchange(const proxy_exchange&) = delete;
     proxy_exchange& operator=(const proxy_exchange&) = delete;
     ~proxy_exchange();

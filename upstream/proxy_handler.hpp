@@ -1,5 +1,6 @@
 #pragma once
 
+#include "upstream_group.hpp"
 #include "upstream_pool.hpp"
 #include "upstream_settings.hpp"
 
@@ -19,34 +20,29 @@ namespace tarry::upstream {
 /// The request goes upstream as HTTP/1.1 with hop-by-hop fields removed and X-Forwarded-*
 /// added, its body streamed as it arrives; the response comes back re-framed by the session,
 /// its body streamed with backpressure both ways. Errors: 502 (connect, reset, malformed), 504
-/// (a timeout), 503 (every server marked down); after the response began, the client
-/// connection is closed instead. One instance per worker.
+/// (a timeout); after the response began, the client connection is closed instead. One
+/// instance per route and worker; routes naming one upstream share its upstream_group.
 class proxy_handler final : public http::handler,
                             public std::enable_shared_from_this<proxy_handler> {
 public:
-    proxy_handler(boost::asio::io_context& io, timeouts::timeout_registry& registry,
-                  upstream_settings settings);
+    /// A handler for the routes of `group` (one per upstream and worker, shared by its routes).
+    explicit proxy_handler(std::shared_ptr<upstream_group> group) noexcept;
 
     void on_request(http::exchange& ex) override;
     void stop() noexcept override;
-    /// Closes one idle pooled connection (the one idle longest, of the first server with any).
 
-    [[nodiscard]] const upstream_settings& settings() const noexcept { return settings_; }
+    [[nodiscard]] upstream_group& group() const noexcept { return *group_; }
+    [[nodiscard]] const upstream_settings& settings() const noexcept { return group_->settings(); }
     [[nodiscard]] const std::vector<std::shared_ptr<upstream_pool>>& pools() const noexcept {
-        return pools_;
+        return group_->pools();
     }
-    /// The next server to try (round-robin or least connections) among those not marked
-    /// down and not `except`; null if none.
-    [[nodiscard]] std::shared_ptr<upstream_pool> pick(const upstream_pool* except = nullptr);
 
 private:
-    boost::asio::io_context& io_;
-    upstream_settings settings_;
-    std::vector<std::shared_ptr<upstream_pool>> pools_;
-    std::size_t next_ = 0;
+    std::shared_ptr<upstream_group> group_;
 };
 
-/// One worker's proxy handler (throws std::invalid_argument on a bad server address).
+/// One worker's proxy handler with a group of its own (throws std::invalid_argument on a bad
+/// server address).
 std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io,
                                                   timeouts::timeout_registry& registry,
                                                   const upstream_settings& settings);

@@ -49,9 +49,11 @@ public:
     /// idle longest through upstream_kinds::pooled). False if it is not idle here.
     bool shed(upstream_connection& c) noexcept;
 
-    /// Passive health: a server that refused or timed out is skipped for fail_timeout.
+    /// Passive health (the group decides): skipped for fail_timeout from now.
     void mark_failed() noexcept;
     [[nodiscard]] bool down() const noexcept;
+    /// Until when it is marked down (the past if it is not).
+    [[nodiscard]] timeouts::clock::time_point down_until() const noexcept { return down_until_; }
 
     void on_idle_event(upstream_connection& c, const boost::system::error_code& ec) noexcept;
     void on_idle_expired(upstream_connection& c) noexcept;

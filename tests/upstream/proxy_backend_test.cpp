@@ -179,6 +179,55 @@ TEST_F(ProxyBackendTest, UpstreamClosingIdleConnectionsWithoutAHintCostsNoClient
               << metrics().closes_of(upstream::upstream_close::upstream_close) << "\n";
 }
 
+// The only application restarts: while it is down each request gets 502, and the first request
+// after it listens again is served (a lone server is never marked down for fail_timeout).
+TEST_F(ProxyBackendTest, ALoneApplicationThatRestartsIsServedByTheFirstRequestAfter) {
+    start_with({});
+    const std::uint16_t app = backend->port();
+    test_client c(port);
+    auto a = call(c, "GET");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->status, 200);
+    backend.reset(); // killed: its pooled connection closes too
+    for (int i = 0; i < 3; ++i) {
+        test_client d(port);
+        auto r = call(d, "GET");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 502);
+    }
+    backend = std::make_unique<thread_backend>(thread_backend::behaviour{}, app);
+    const auto back = steady::now();
+    test_client e(port);
+    auto r = call(e, "GET");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(steady::now() - back, 1s);
+}
+
+// Every server of a group down: a request still tries the one marked longest ago, and so the
+// first request after one comes back is served, not answered 503 for fail_timeout.
+TEST_F(ProxyBackendTest, WithEveryServerDownARequestStillTriesTheOldestMark) {
+    backend = std::make_unique<thread_backend>(thread_backend::behaviour{});
+    auto other = std::make_unique<thread_backend>(thread_backend::behaviour{});
+    const std::uint16_t a = backend->port();
+    const std::uint16_t b = other->port();
+    ups.servers = {"127.0.0.1:" + std::to_string(a), "127.0.0.1:" + std::to_string(b)};
+    ups.fail_timeout = 1h;
+    start();
+    backend.reset();
+    other.reset();
+    for (int i = 0; i < 2; ++i) {
+        auto r = get_once("/x");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 502); // both tried, both refused: both marked down
+    }
+    other = std::make_unique<thread_backend>(thread_backend::behaviour{}, b);
+    auto r = get_once("/x");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(other->requests, 1);
+}
+
 TEST_F(ProxyBackendTest, RoundRobinAndLeastConnectionsSpreadRequests) {
     thread_backend other({});
     backend = std::make_unique<thread_backend>(thread_backend::behaviour{});
@@ -221,6 +270,45 @@ TEST_F(ProxyBackendTest, DownServerIsSkippedForAnother) {
         EXPECT_EQ(r->status, 200);
     }
     EXPECT_EQ(metrics(0).errors_of(upstream::upstream_error::connect), 1);
+}
+
+} // namespace
+} // namespace tarry::test
+
+namespace tarry::test {
+namespace {
+
+// Two routes naming one upstream share its group: one pool per server (a connection pooled by
+// one route serves the other), one view of which servers are down, counted once in /metrics.
+class SharedUpstreamTest : public ServerFromFileTest {};
+
+TEST_F(SharedUpstreamTest, RoutesNamingOneUpstreamShareItsPool) {
+    thread_backend backend({});
+    const std::uint16_t port = free_port();
+    const std::uint16_t admin = free_port();
+    write("listen = \"127.0.0.1:" + std::to_string(port) + "\"\nadmin_listen = \"127.0.0.1:" +
+          std::to_string(admin) +
+          "\"\n[[route]]\nprefix = \"/a/\"\nupstream = \"app\"\n"
+          "[[route]]\nprefix = \"/b/\"\nupstream = \"app\"\n"
+          "[upstream.app]\nservers = [\"127.0.0.1:" +
+          std::to_string(backend.port()) + "\"]\n");
+    start();
+    for (const char* path : {"/a/x", "/b/y", "/a/z"}) {
+        test_client c(port);
+        ASSERT_TRUE(c.send("GET " + std::string(path) + " HTTP/1.1\r\nHost: t\r\n\r\n"));
+        auto r = c.read_response();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+    }
+    EXPECT_EQ(backend.requests, 3);
+    EXPECT_EQ(backend.connections, 1) << "each route kept a pool of its own";
+    test_client m(admin);
+    ASSERT_TRUE(m.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"));
+    auto metrics = m.read_response();
+    ASSERT_TRUE(metrics);
+    const std::string line = "tarry_upstream_requests_total{server=\"127.0.0.1:" +
+                             std::to_string(backend.port()) + "\"} 3\n";
+    EXPECT_NE(metrics->body.find(line), std::string::npos) << metrics->body;
 }
 
 } // namespace

@@ -33,13 +33,16 @@ public:
             "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok";
     };
 
-    explicit thread_backend(behaviour b) : hold_until(b.answer_after), b_(b) {
+    /// Listens on `port` (0: any free one; a port given back by a stopped backend: a restart).
+    explicit thread_backend(behaviour b, std::uint16_t port = 0)
+        : hold_until(b.answer_after), b_(b) {
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
         int one = 1;
         ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(port);
         ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
         ::listen(fd_, 64);
         socklen_t len = sizeof a;

@@ -1,0 +1,102 @@
+// The upstream group without I/O: how a request picks a server, and passive health.
+#include <tarry/upstream/upstream_group.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace tarry::upstream {
+namespace {
+
+using namespace std::chrono_literals;
+
+class UpstreamGroupTest : public ::testing::Test {
+protected:
+    boost::asio::io_context io;
+    timeouts::timeout_registry registry{io};
+
+    upstream_group make(std::size_t servers, upstream_settings s = {}) {
+        for (std::size_t i = 0; i < servers; ++i)
+            s.servers.push_back("127.0.0.1:" + std::to_string(9001 + i));
+        return upstream_group(io, registry, s);
+    }
+    static std::string name(const std::shared_ptr<upstream_pool>& p) {
+        return p ? p->name() : "none";
+    }
+};
+
+TEST_F(UpstreamGroupTest, RoundRobinTakesEachServerInTurn) {
+    auto g = make(3);
+    EXPECT_EQ(name(g.pick()), "127.0.0.1:9001");
+    EXPECT_EQ(name(g.pick()), "127.0.0.1:9002");
+    EXPECT_EQ(name(g.pick()), "127.0.0.1:9003");
+    EXPECT_EQ(name(g.pick()), "127.0.0.1:9001");
+}
+
+TEST_F(UpstreamGroupTest, LeastConnectionsTakesTheServerWithFewestBusy) {
+    upstream_settings s;
+    s.balance = upstream_settings::balance_mode::least_conn;
+    auto g = make(3, s);
+    auto busy = g.pools()[0]->open(); // one request in flight on the first
+    auto p = g.pick();
+    EXPECT_NE(p, g.pools()[0]);
+    auto q = g.pick();
+    EXPECT_NE(q, g.pools()[0]);
+    EXPECT_NE(p, q); // ties rotate
+    g.pools()[0]->discard(*busy, upstream_close::error);
+}
+
+TEST_F(UpstreamGroupTest, AFailedServerIsSkippedOthersTakeItsTurn) {
+    upstream_settings s;
+    s.fail_timeout = 1h;
+    auto g = make(2, s);
+    g.failed(*g.pools()[0]);
+    EXPECT_TRUE(g.pools()[0]->down());
+    for (int i = 0; i < 4; ++i)
+        EXPECT_EQ(name(g.pick()), "127.0.0.1:9002");
+}
+
+TEST_F(UpstreamGroupTest, ALoneServerIsNeverMarkedDown) {
+    auto g = make(1);
+    g.failed(*g.pools()[0]);
+    EXPECT_FALSE(g.pools()[0]->down());
+    EXPECT_EQ(name(g.pick()), "127.0.0.1:9001");
+    EXPECT_EQ(g.pick(g.pools()[0].get()), nullptr); // a retry elsewhere: there is nowhere
+}
+
+TEST_F(UpstreamGroupTest, WithEveryServerDownTheOldestMarkIsTried) {
+    upstream_settings s;
+    s.fail_timeout = 1h;
+    auto g = make(3, s);
+    g.failed(*g.pools()[1]);
+    std::this_thread::sleep_for(2ms); // marks a clock tick apart
+    g.failed(*g.pools()[2]);
+    std::this_thread::sleep_for(2ms);
+    g.failed(*g.pools()[0]);
+    EXPECT_EQ(name(g.pick()), "127.0.0.1:9002");
+    // A retry after that one failed again goes to the oldest of the others.
+    g.failed(*g.pools()[1]);
+    EXPECT_EQ(name(g.pick(g.pools()[1].get())), "127.0.0.1:9003");
+}
+
+TEST_F(UpstreamGroupTest, AMarkEndsAfterFailTimeout) {
+    upstream_settings s;
+    s.fail_timeout = 20ms;
+    auto g = make(2, s);
+    g.failed(*g.pools()[0]);
+    EXPECT_EQ(name(g.pick()), "127.0.0.1:9002");
+    std::this_thread::sleep_for(40ms);
+    EXPECT_FALSE(g.pools()[0]->down());
+    EXPECT_EQ(name(g.pick()), "127.0.0.1:9001");
+}
+
+TEST_F(UpstreamGroupTest, ABadServerAddressIsRefusedAtConstruction) {
+    upstream_settings s;
+    s.servers = {"nowhere"};
+    EXPECT_THROW(upstream_group(io, registry, s), std::invalid_argument);
+    s.servers.clear();
+    EXPECT_THROW(upstream_group(io, registry, s), std::invalid_argument);
+}
+
+} // namespace
+} // namespace tarry::upstream
