@@ -938,9 +938,10 @@ constexpr std::array upstream_rows{
                          }
                      }},
     upstream_setting{"max_idle", "", "N",
-                     "Idle pooled connections kept per server per worker, up to 65535. 0: no "
-                     "pooling.",
-                     "32", false, false,
+                     "The most idle pooled connections kept per server per worker, up to 65535 "
+                     "(0: no pooling). Within it the pool follows demand: every 5 s, half of the "
+                     "idle connections beyond the most that were busy at once are closed.",
+                     "1024", false, false,
                      [](upstream_config& u, const setting_value& v) {
                          u.max_idle = static_cast<std::size_t>(read_count(v, max_idle_rule));
                      }},

@@ -40,7 +40,7 @@ struct upstream_config {
     std::string name;                     ///< [A-Za-z0-9_-]+
     std::vector<upstream_server> servers; ///< at least one, no duplicates
     balance_kind balance = balance_kind::round_robin;
-    std::size_t max_idle = 32;   ///< idle pooled connections per server per worker; 0: no pooling
+    std::size_t max_idle = 1024; ///< cap on idle pooled connections per server per worker; 0: none
     duration idle_timeout = 60s; ///< idle pooled connection closed (upstream Keep-Alive may cut it)
     duration connect_timeout = 5s;
     duration send_timeout = 60s;     ///< gap between writes of the request to the upstream

@@ -2,10 +2,19 @@
 
 #include "upstream_pool.hpp"
 
+#include <tarry/http/recycler.hpp>
+
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
 
 namespace tarry::upstream {
+namespace {
+
+// Enough for a burst of busy connections to reuse their buffers, bounded so it does not pin
+// memory for ever (64 KiB each).
+using read_buffers = http::recycler<read_buffer, 64>;
+
+} // namespace
 
 upstream_connection::upstream_connection(boost::asio::io_context& io,
                                          timeouts::timeout_registry& registry,
@@ -29,19 +38,50 @@ void upstream_connection::write(std::string_view bytes) {
 
 void upstream_connection::read() {
     if (reading_ || !sock_.is_open()) return;
-    if (!buf_) buf_ = std::make_unique<char[]>(read_size);
+    if (!buf_) buf_ = read_buffers::take();
     reading_ = true;
     sock_.async_read_some(
-        boost::asio::buffer(buf_.get(), read_size),
+        boost::asio::buffer(buf_->bytes.data(), read_size),
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
             self->reading_ = false;
             if (self->user_ != nullptr) {
                 self->user_->on_read(ec, n);
             } else if (ec != boost::asio::error::operation_aborted) {
-                // Idle in the pool: any byte, EOF or error means it can no longer be used.
-                if (auto pool = self->pool_.lock()) pool->on_idle_event(*self, ec);
+                // Back in the pool with a read still pending: any byte, EOF or error means it
+                // can no longer be used.
+                if (auto pool = self->pool_.lock()) pool->on_idle_event(*self);
             }
         });
+}
+
+void upstream_connection::watch_idle() {
+    if (reading_) return; // the pending read tells the pool (read())
+    if (buf_) {
+        try {
+            read_buffers::give(std::move(buf_));
+        } catch (...) {
+            buf_.reset();
+        }
+    }
+    sock_.async_wait(socket_type::wait_read,
+                     [self = shared_from_this(), w = ++watch_](const boost::system::error_code& ec) {
+                         if (ec == boost::asio::error::operation_aborted || w != self->watch_ ||
+                             self->user_ != nullptr)
+                             return;
+                         // Readable while idle: the upstream closed it, or sent what it
+                         // should not have. Either way it cannot carry a request.
+                         if (auto pool = self->pool_.lock()) pool->on_idle_event(*self);
+                     });
+}
+
+void upstream_connection::stop_watching() noexcept {
+    ++watch_;
+    boost::system::error_code ignored;
+    sock_.cancel(ignored); // only the idle wait is pending
+}
+
+void upstream_connection::release_kept() noexcept {
+    read_buffers::release();
 }
 
 void upstream_connection::arm(const timeouts::timeout_kind& kind, timeouts::clock::duration d) {

@@ -7,7 +7,9 @@
 
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/intrusive/list_hook.hpp>
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -32,16 +34,27 @@ protected:
     ~connection_user() = default;
 };
 
+/// An upstream connection's read buffer, from a per-thread free list while the connection
+/// carries a request, given back while it waits in a pool.
+struct read_buffer {
+    static constexpr std::size_t size = 64 * std::size_t{1024};
+    std::array<char, size> bytes;
+};
+
 /// One connection to one upstream server, on a plain Asio socket (TCP or a unix socket through
-/// the generic protocol). It has one timeout entry, enrolled for whatever it waits for now:
-/// the connect, a write, the first response byte, the next response bytes, or its time idle
-/// in the pool. Completions go to its user while it carries a request, to its pool while idle.
-/// Asynchronous operations hold it by shared_ptr, so it outlives its pool and its user.
+/// the generic protocol). It has one timeout entry, enrolled in the list of what it waits for
+/// now (upstream_kinds): the connect, a write, the first response byte, the next response
+/// bytes, or its time idle in the pool. Completions go to its user while it carries a request,
+/// to its pool while idle. Asynchronous operations hold it by shared_ptr, so it outlives its
+/// pool and its user.
+///
+/// Idle in a pool it holds no buffer: it waits for readability (an upstream close, or bytes it
+/// should not send, both make it unusable) without reading.
 class upstream_connection : public std::enable_shared_from_this<upstream_connection> {
 public:
     using socket_type = boost::asio::generic::stream_protocol::socket;
     using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
-    static constexpr std::size_t read_size = 64 * std::size_t{1024};
+    static constexpr std::size_t read_size = read_buffer::size;
 
     upstream_connection(boost::asio::io_context& io, timeouts::timeout_registry& registry,
                         std::weak_ptr<upstream_pool> pool);
@@ -67,17 +80,33 @@ public:
     [[nodiscard]] bool is_open() const noexcept { return sock_.is_open(); }
     [[nodiscard]] bool reading() const noexcept { return reading_; }
 
+    /// The bytes of the last read.
+    [[nodiscard]] const char* buffer() const noexcept { return buf_->bytes.data(); }
+
+    /// Idle in its pool: gives its buffer back and waits for readability, which tells the pool
+    /// it can no longer be used. Throws std::bad_alloc if the wait cannot be queued.
+    void watch_idle();
+    /// Taken from the pool: the idle wait is cancelled (its completion, if already queued, is
+    /// ignored).
+    void stop_watching() noexcept;
+
     /// The connection whose timeout entry `e` is (walking an upstream kind's list): checked.
     static upstream_connection& from(const timeouts::idle_entry& e) noexcept {
         return e.owner<upstream_connection>();
     }
     /// Closes it if it waits idle in its pool, to free its descriptor. False otherwise.
     bool shed() noexcept;
+    /// Frees the read buffers this thread keeps for reuse.
+    static void release_kept() noexcept;
 
-    /// The bytes of the last read.
-    [[nodiscard]] const char* buffer() const noexcept { return buf_.get(); }
     /// Requests this connection carried (1 on its first).
     std::uint64_t uses = 0;
+
+    // The pool's: its place in the pool's idle list, and what keeps it alive there.
+    boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>
+        pool_hook;
+    std::shared_ptr<upstream_connection> pooled; ///< set while idle in the pool
+    bool hinted = false; ///< its idle time was shortened by the upstream's Keep-Alive hint
 
 private:
     void on_expire() noexcept;
@@ -86,8 +115,9 @@ private:
     timeouts::timeout_registry& registry_;
     std::weak_ptr<upstream_pool> pool_;
     timeouts::idle_entry entry_;
-    std::unique_ptr<char[]> buf_;
+    std::unique_ptr<read_buffer> buf_;
     connection_user* user_ = nullptr;
+    unsigned watch_ = 0; ///< the idle wait a completion belongs to
     bool reading_ = false;
 };
 

@@ -16,23 +16,28 @@ enum class upstream_close : std::uint8_t {
     max_idle,        ///< the pool was full
     error,           ///< a failed or abandoned exchange (client gone, timeout, malformed)
     pressure,        ///< idle, closed to free a descriptor for a client
+    surplus,         ///< idle beyond what the last purge period needed
+    shutdown,        ///< the server is stopping (or reloading: the old routes' pools)
     count_
 };
 
 enum class upstream_error : std::uint8_t { connect, reset, timeout, malformed, count_ };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_close::count_)>
-    upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint",
-                         "max_idle",       "error",        "pressure"};
+    upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint", "max_idle",
+                         "error",          "pressure",     "surplus",         "shutdown"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_error::count_)>
     upstream_error_names{"connect", "reset", "timeout", "malformed"};
 
 /// Counters of one upstream server in one worker. Written by that worker only, read by any
-/// thread (/metrics): relaxed atomics, as server/worker_metrics.hpp does.
+/// thread (/metrics): a relaxed load and store, no locked read-modify-write, as
+/// server/worker_metrics.hpp does.
 struct upstream_metrics {
     struct counter {
         std::atomic<std::int64_t> value{0};
-        void add(std::int64_t n = 1) noexcept { value.fetch_add(n, std::memory_order_relaxed); }
+        void add(std::int64_t n = 1) noexcept {
+            value.store(value.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+        }
         [[nodiscard]] std::int64_t get() const noexcept {
             return value.load(std::memory_order_relaxed);
         }

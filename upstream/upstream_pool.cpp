@@ -37,19 +37,20 @@ upstream_pool::upstream_pool(boost::asio::io_context& io, timeouts::timeout_regi
       endpoint_(parse_endpoint(name_)) {}
 
 upstream_pool::~upstream_pool() {
-    for (auto& i : idle_)
-        i.conn->close();
+    while (!idle_.empty()) {
+        const auto keep = unlink_idle(idle_.front());
+        keep->close();
+    }
 }
 
 std::shared_ptr<upstream_connection> upstream_pool::take() {
     if (idle_.empty()) return nullptr;
-    auto c = std::move(idle_.back().conn);
-    idle_.pop_back();
+    auto c = unlink_idle(idle_.back());
+    c->stop_watching();
     c->disarm();
-    metrics_.idle.add(-1);
     metrics_.busy.add();
     metrics_.reused.add();
-    ++busy_;
+    if (++busy_ > peak_busy_) peak_busy_ = busy_;
     return c;
 }
 
@@ -57,18 +58,19 @@ std::shared_ptr<upstream_connection> upstream_pool::open() {
     auto c = std::make_shared<upstream_connection>(io_, registry_, weak_from_this());
     metrics_.opened.add();
     metrics_.busy.add();
-    ++busy_;
+    if (++busy_ > peak_busy_) peak_busy_ = busy_;
     return c;
 }
 
 void upstream_pool::give_back(std::shared_ptr<upstream_connection> c,
                               timeouts::clock::duration keep, bool hinted) {
     c->set_user(nullptr);
+    if (!stopped_) purge(timeouts::clock::now()); // c still counts as busy: it is demand
     --busy_;
     metrics_.busy.add(-1);
     if (stopped_) {
         c->close();
-        metrics_.closed(upstream_close::idle_timeout);
+        metrics_.closed(upstream_close::shutdown);
         return;
     }
     if (keep <= timeouts::clock::duration::zero() || settings_.max_idle == 0) {
@@ -76,15 +78,14 @@ void upstream_pool::give_back(std::shared_ptr<upstream_connection> c,
         metrics_.closed(hinted ? upstream_close::keep_alive_hint : upstream_close::max_idle);
         return;
     }
-    if (idle_.size() >= settings_.max_idle) {
-        idle_.front().conn->close();
-        idle_.erase(idle_.begin());
-        metrics_.idle.add(-1);
-        metrics_.closed(upstream_close::max_idle);
-    }
+    if (idle_count_ >= settings_.max_idle) remove_idle(idle_.front(), upstream_close::max_idle);
     c->arm(upstream_kinds::pooled, keep);
-    c->read(); // an upstream close is seen at once
-    idle_.push_back({std::move(c), hinted});
+    c->watch_idle(); // an upstream close is seen at once
+    c->hinted = hinted;
+    upstream_connection& raw = *c;
+    idle_.push_back(raw);
+    raw.pooled = std::move(c);
+    ++idle_count_;
     metrics_.idle.add();
 }
 
@@ -98,12 +99,8 @@ void upstream_pool::discard(upstream_connection& c, upstream_close why) noexcept
 
 void upstream_pool::stop() noexcept {
     stopped_ = true;
-    for (auto& i : idle_) {
-        i.conn->close(); // its pending read completes as aborted, and the pool forgets it
-        metrics_.idle.add(-1);
-        metrics_.closed(upstream_close::idle_timeout);
-    }
-    idle_.clear();
+    while (!idle_.empty())
+        remove_idle(idle_.front(), upstream_close::shutdown);
 }
 
 bool upstream_pool::shed(upstream_connection& c) noexcept {
@@ -118,30 +115,41 @@ bool upstream_pool::down() const noexcept {
     return timeouts::clock::now() < down_until_;
 }
 
-bool upstream_pool::remove_idle(upstream_connection& c, upstream_close why) noexcept {
-    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-        if (it->conn.get() != &c) continue;
-        auto keep = std::move(it->conn); // c stays alive until this returns
-        idle_.erase(it);
-        keep->close();
-        metrics_.idle.add(-1);
-        metrics_.closed(why);
-        return true;
-    }
-    return false;
+std::shared_ptr<upstream_connection> upstream_pool::unlink_idle(upstream_connection& c) noexcept {
+    c.pool_hook.unlink();
+    --idle_count_;
+    metrics_.idle.add(-1);
+    return std::move(c.pooled);
 }
 
-void upstream_pool::on_idle_event(upstream_connection& c,
-                                  const boost::system::error_code&) noexcept {
+bool upstream_pool::remove_idle(upstream_connection& c, upstream_close why) noexcept {
+    if (!c.pool_hook.is_linked() || !c.pooled) return false; // not idle here
+    const auto keep = unlink_idle(c); // c stays alive until this returns
+    keep->close();
+    metrics_.closed(why);
+    return true;
+}
+
+void upstream_pool::purge(timeouts::clock::time_point now) noexcept {
+    if (now - period_start_ < purge_period) return;
+    // Half of the connections beyond the most that were busy at once in the period that ends,
+    // oldest idle first: a pool shrinks towards its demand over a few periods, never at once.
+    const std::size_t total = idle_count_ + busy_;
+    if (total > peak_busy_) {
+        std::size_t surplus = (std::min(total - peak_busy_, idle_count_) + 1) / 2;
+        while (surplus-- != 0 && !idle_.empty())
+            remove_idle(idle_.front(), upstream_close::surplus);
+    }
+    period_start_ = now;
+    peak_busy_ = busy_;
+}
+
+void upstream_pool::on_idle_event(upstream_connection& c) noexcept {
     remove_idle(c, upstream_close::upstream_close);
 }
 
 void upstream_pool::on_idle_expired(upstream_connection& c) noexcept {
-    for (const auto& i : idle_) {
-        if (i.conn.get() != &c) continue;
-        remove_idle(c, i.hinted ? upstream_close::keep_alive_hint : upstream_close::idle_timeout);
-        return;
-    }
+    remove_idle(c, c.hinted ? upstream_close::keep_alive_hint : upstream_close::idle_timeout);
 }
 
 } // namespace tarry::upstream

@@ -7,10 +7,10 @@
 #include <tarry/timeouts/timeout_registry.hpp>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/intrusive/list.hpp>
 
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace tarry::upstream {
 
@@ -19,13 +19,24 @@ upstream_connection::endpoint_type parse_endpoint(const std::string& server);
 
 /// One worker's connections to one upstream server: the idle ones, and counts of the busy.
 ///
-/// Idle connections are kept most recently used last: a request takes the tail (its socket is
-/// the warmest, and the upstream is least likely to be closing it), while the oldest, at the
-/// head, are the first to expire through their own timeout entry. Each idle connection keeps a
-/// read pending, so an upstream that closes it (EOF, reset) takes it out of the pool at once
-/// instead of at the next request. Nothing is shared across threads.
+/// Idle connections are kept in an intrusive list, most recently used last: a request takes the
+/// tail (its socket is the warmest, and the upstream is least likely to be closing it), while
+/// the oldest, at the head, are the first to expire through their own timeout entry. Every
+/// operation on the list is O(1). Each idle connection waits for readability, so an upstream
+/// that closes it (EOF, reset) takes it out of the pool at once instead of at the next request.
+///
+/// Sized by demand, as HAProxy sizes its server pools: a connection that finishes its request
+/// is kept (up to max_idle, a cap that protects the application), and every purge_period half
+/// of the idle connections beyond the most that were busy at once during the last period are
+/// closed. A burst keeps what it needed, so the next burst opens nothing; a quieter period
+/// shrinks the pool gradually; an idle one empties it through idle_timeout. Nothing is shared
+/// across threads.
 class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
+    /// How often the idle connections in excess of demand are halved (HAProxy's
+    /// pool-purge-delay).
+    static constexpr timeouts::clock::duration purge_period = std::chrono::seconds(5);
+
     upstream_pool(boost::asio::io_context& io, timeouts::timeout_registry& registry,
                   const upstream_settings& settings, std::string name);
     upstream_pool(const upstream_pool&) = delete;
@@ -55,31 +66,39 @@ public:
     /// Until when it is marked down (the past if it is not).
     [[nodiscard]] timeouts::clock::time_point down_until() const noexcept { return down_until_; }
 
-    void on_idle_event(upstream_connection& c, const boost::system::error_code& ec) noexcept;
+    void on_idle_event(upstream_connection& c) noexcept;
     void on_idle_expired(upstream_connection& c) noexcept;
 
     [[nodiscard]] const upstream_connection::endpoint_type& endpoint() const noexcept {
         return endpoint_;
     }
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
-    [[nodiscard]] std::size_t idle_count() const noexcept { return idle_.size(); }
+    [[nodiscard]] std::size_t idle_count() const noexcept { return idle_count_; }
     [[nodiscard]] std::size_t busy_count() const noexcept { return busy_; }
     [[nodiscard]] upstream_metrics& metrics() noexcept { return metrics_; }
 
 private:
-    struct idle_conn {
-        std::shared_ptr<upstream_connection> conn;
-        bool hinted;
-    };
+    using idle_list = boost::intrusive::list<
+        upstream_connection,
+        boost::intrusive::member_hook<upstream_connection, decltype(upstream_connection::pool_hook),
+                                      &upstream_connection::pool_hook>,
+        boost::intrusive::constant_time_size<false>>;
+
+    /// Takes `c` out of the idle list; the returned reference keeps it alive.
+    std::shared_ptr<upstream_connection> unlink_idle(upstream_connection& c) noexcept;
     bool remove_idle(upstream_connection& c, upstream_close why) noexcept;
+    void purge(timeouts::clock::time_point now) noexcept;
 
     boost::asio::io_context& io_;
     timeouts::timeout_registry& registry_;
     const upstream_settings& settings_;
     std::string name_;
     upstream_connection::endpoint_type endpoint_;
-    std::vector<idle_conn> idle_; ///< oldest first
+    idle_list idle_; ///< oldest first
+    std::size_t idle_count_ = 0;
     std::size_t busy_ = 0;
+    std::size_t peak_busy_ = 0; ///< the most busy at once since this period began
+    timeouts::clock::time_point period_start_{};
     bool stopped_ = false;
     timeouts::clock::time_point down_until_{};
     upstream_metrics metrics_;

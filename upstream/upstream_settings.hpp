@@ -15,7 +15,7 @@ struct upstream_settings {
     /// "127.0.0.1:8080", "[::1]:8080", "localhost:8080" (numeric, no resolver) or "unix:/path".
     std::vector<std::string> servers;
     balance_mode balance = balance_mode::round_robin;
-    std::size_t max_idle = 32;                        ///< idle connections kept per server
+    std::size_t max_idle = 1024; ///< cap on idle connections kept per server (demand decides)
     duration idle_timeout = std::chrono::seconds(60); ///< an idle pooled connection
     duration connect_timeout = std::chrono::seconds(5);
     duration send_timeout = std::chrono::seconds(60);     ///< gap between writes of the request

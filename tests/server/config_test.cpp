@@ -1090,7 +1090,7 @@ TEST_F(ConfigFileTest, RoutesAndUpstreamsAreRead) {
     EXPECT_EQ(other.name, "other-1_b");
     EXPECT_EQ(other.servers, (std::vector<upstream_server>{{"::1", 81, {}}}));
     EXPECT_EQ(other.balance, upstream_config::balance_kind::round_robin);
-    EXPECT_EQ(other.max_idle, 32U);
+    EXPECT_EQ(other.max_idle, 1024U);
     EXPECT_EQ(other.idle_timeout, 60s);
 }
 
