@@ -131,7 +131,7 @@ bool upstream_pool::remove_idle(upstream_connection& c, upstream_close why) noex
 }
 
 void upstream_pool::purge(timeouts::clock::time_point now) noexcept {
-    if (now - period_start_ < purge_period) return;
+    if (now - period_start_ < settings_.purge_period) return;
     // Half of the connections beyond the most that were busy at once in the period that ends,
     // oldest idle first: a pool shrinks towards its demand over a few periods, never at once.
     const std::size_t total = idle_count_ + busy_;

@@ -22,6 +22,9 @@ struct upstream_settings {
     duration response_timeout = std::chrono::seconds(60); ///< request sent -> first byte back
     duration read_timeout = std::chrono::seconds(60);     ///< gap between reads of the response
     duration fail_timeout = std::chrono::seconds(10); ///< a server that failed is skipped this long
+    /// How often a pool closes half of its idle connections beyond demand (HAProxy's
+    /// pool-purge-delay).
+    duration purge_period = std::chrono::seconds(5);
     /// true: keep the client's X-Forwarded-* and append to X-Forwarded-For; false: replace.
     bool trust_forwarded = false;
 };

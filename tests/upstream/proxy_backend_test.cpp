@@ -228,6 +228,29 @@ TEST_F(ProxyBackendTest, WithEveryServerDownARequestStillTriesTheOldestMark) {
     EXPECT_EQ(other->requests, 1);
 }
 
+// The pool keeps what concurrency needed: 64 clients at once (above the old fixed cap of 32)
+// open at most 64 upstream connections over 1,280 requests, none closed and reopened.
+TEST_F(ProxyBackendTest, SixtyFourClientsAtOnceOpenAtMostSixtyFourConnections) {
+    start_with({});
+    std::atomic<int> ok{0};
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 64; ++i) {
+        clients.emplace_back([&] {
+            test_client c(port);
+            for (int n = 0; n < 20; ++n) {
+                auto r = call(c, "GET");
+                if (r && r->status == 200) ++ok;
+            }
+        });
+    }
+    for (auto& t : clients)
+        t.join();
+    EXPECT_EQ(ok, 1280);
+    EXPECT_LE(backend->connections, 64);
+    EXPECT_EQ(metrics().closes_of(upstream::upstream_close::max_idle), 0);
+    EXPECT_EQ(metrics().closes_of(upstream::upstream_close::surplus), 0);
+}
+
 TEST_F(ProxyBackendTest, RoundRobinAndLeastConnectionsSpreadRequests) {
     thread_backend other({});
     backend = std::make_unique<thread_backend>(thread_backend::behaviour{});
