@@ -229,6 +229,16 @@ void connection::drive(bool fresh) {
             if (closed_) return;
         }
         if (peer_eof_) {
+            // RFC 9112, 9.6: a client may half-close once its request is sent. A request read
+            // whole that a handler is still answering gets its answer (with Connection: close),
+            // then the connection closes; a request cut short (in its header or body) is an
+            // abort.
+            if (session_.answering() &&
+                session_.current_phase() == http::session::phase::waiting) {
+                session_.retire();
+                wait(false); // the handler's wake() drives the rest
+                return;
+            }
             close(session_.closing() ? close_reason::done : close_reason::client_close);
             return;
         }

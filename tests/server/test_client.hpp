@@ -62,6 +62,9 @@ public:
     [[nodiscard]] bool connected() const { return connected_; }
     [[nodiscard]] int fd() const { return fd_; }
 
+    /// Half-closes: the server reads EOF after what was sent; responses can still be read.
+    void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+
     bool send(const std::string& bytes) {
         std::size_t off = 0;
         while (off < bytes.size()) {

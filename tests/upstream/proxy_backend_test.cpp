@@ -228,6 +228,51 @@ TEST_F(ProxyBackendTest, WithEveryServerDownARequestStillTriesTheOldestMark) {
     EXPECT_EQ(other->requests, 1);
 }
 
+// RFC 9112, 9.6: a client may shut down its sending side once its request is out (printf ... |
+// nc -N, and the half-closing cases of public HTTP/1.1 suites). The answer still comes, then
+// the connection closes.
+TEST_F(ProxyBackendTest, AClientThatHalfClosesAfterItsRequestGetsTheAnswer) {
+    start_with({});
+    backend->hold_until = 1'000'000; // the EOF arrives while the proxy waits for the upstream
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+    c.shutdown_write();
+    ASSERT_TRUE(eventually([&] { return backend->requests == 1; }));
+    std::this_thread::sleep_for(50ms);
+    backend->hold_until = 0;
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "ok");
+    EXPECT_TRUE(r->has("Connection: close"));
+    EXPECT_TRUE(c.wait_closed(5s));
+    // Answered whole: the upstream connection goes back to the pool.
+    EXPECT_TRUE(eventually([&] { return metrics().idle.get() == 1; }));
+    for (int i = 0; i < 3; ++i) { // and at once, the EOF in the same segment as the request
+        test_client d(port);
+        ASSERT_TRUE(d.send("GET /y HTTP/1.1\r\nHost: t\r\n\r\n"));
+        d.shutdown_write();
+        auto s = d.read_response();
+        ASSERT_TRUE(s);
+        EXPECT_EQ(s->status, 200);
+    }
+}
+
+// A half-close in the middle of a request body is an abort: no answer, and the upstream
+// connection that carried the half request is closed, never pooled.
+TEST_F(ProxyBackendTest, AClientThatHalfClosesMidBodyAborts) {
+    start_with({});
+    test_client c(port);
+    ASSERT_TRUE(c.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabcde"));
+    std::this_thread::sleep_for(50ms);
+    c.shutdown_write();
+    EXPECT_TRUE(c.wait_closed(5s));
+    EXPECT_EQ(c.pending().find("HTTP/1.1 200"), std::string::npos) << c.pending();
+    EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
+    EXPECT_EQ(metrics().idle.get(), 0);
+    EXPECT_EQ(metrics().closes_of(upstream::upstream_close::error), 1);
+}
+
 // The pool keeps what concurrency needed: 64 clients at once (above the old fixed cap of 32)
 // open at most 64 upstream connections over 1,280 requests, none closed and reopened.
 TEST_F(ProxyBackendTest, SixtyFourClientsAtOnceOpenAtMostSixtyFourConnections) {
