@@ -2,6 +2,7 @@
 
 #include "proxy_handler.hpp"
 
+#include <tarry/http/hop_by_hop.hpp>
 #include <tarry/http/session.hpp>
 
 #include <boost/asio/error.hpp>
@@ -94,7 +95,8 @@ void proxy_exchange::build_request_head(std::string_view server) {
     http::for_each_field(header, [&](std::string_view name, std::string_view value) {
         if (boost::beast::iequals(name, "Content-Length")) content_length = value;
         if (boost::beast::iequals(name, "Transfer-Encoding")) chunked = true;
-        if (hop_by_hop(name) || boost::beast::iequals(name, "Host") || listed_in(connection, name))
+        if (http::hop_by_hop(name) || boost::beast::iequals(name, "Host") ||
+            http::listed_in(connection, name))
             return;
         if (boost::beast::iequals(name, "X-Forwarded-For")) {
             if (trust) {
@@ -347,7 +349,7 @@ void proxy_exchange::on_response_head() {
     const std::string_view connection = http::find_field(header, "Connection");
     fields_.clear();
     http::for_each_field(header, [&](std::string_view name, std::string_view value) {
-        if (hop_by_hop(name) || listed_in(connection, name)) return;
+        if (http::hop_by_hop(name) || http::listed_in(connection, name)) return;
         append_field(fields_, name, value);
     });
     http::response_head head;
@@ -382,7 +384,7 @@ void proxy_exchange::complete() noexcept {
     if (reusable) {
         auto keep = s.idle_timeout;
         bool hinted = false;
-        const auto hint = keep_alive_timeout(http::find_field(parser_->header(), "Keep-Alive"));
+        const auto hint = http::keep_alive_timeout(http::find_field(parser_->header(), "Keep-Alive"));
         if (hint >= 0) {
             // Retire it before the upstream would: N seconds less 1 s or 10 %.
             const auto n = std::chrono::seconds(hint);

@@ -64,11 +64,4 @@ private:
     int version_ = 11;
 };
 
-/// Whether `name` is a hop-by-hop field (RFC 9110 7.6.1) or one the proxy frames itself.
-bool hop_by_hop(std::string_view name) noexcept;
-/// Whether `name` is listed in a Connection field value (comma-separated tokens).
-bool listed_in(std::string_view connection, std::string_view name) noexcept;
-/// The timeout=N of a Keep-Alive field value, or -1.
-long keep_alive_timeout(std::string_view value) noexcept;
-
 } // namespace tarry::upstream
