@@ -149,7 +149,8 @@ private:
     timeouts::idle_entry idle_;
     http::session session_;
     std::unique_ptr<io_state> io_;       ///< only while a request is in progress
-    timeouts::clock::time_point born_{}; ///< accepted (for max_connection_age)
+    std::uint32_t born_ms_ = 0; ///< accepted, in ms modulo 2^32 (for max_connection_age)
+    std::uint32_t peer_v4_ = 0; ///< the client's IPv4 address once asked for (0: not known)
     std::uint32_t answered_ = 0;         ///< session_.requests() at the last wait
     conn_phase phase_ = conn_phase::silent;
     bool closed_ = false;

@@ -37,25 +37,30 @@ void upstream_connection::write(std::string_view bytes) {
 }
 
 void upstream_connection::read() {
+    // Just taken from the pool, its idle read is still pending: it is this read.
     if (reading_ || !sock_.is_open()) return;
     if (!buf_) buf_ = read_buffers::take();
+    start_read(buf_->bytes.data(), read_size);
+}
+
+void upstream_connection::start_read(char* into, std::size_t size) {
+    last_ = into;
     reading_ = true;
     sock_.async_read_some(
-        boost::asio::buffer(buf_->bytes.data(), read_size),
+        boost::asio::buffer(into, size),
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
             self->reading_ = false;
             if (self->user_ != nullptr) {
                 self->user_->on_read(ec, n);
             } else if (ec != boost::asio::error::operation_aborted) {
-                // Back in the pool with a read still pending: any byte, EOF or error means it
-                // can no longer be used.
+                // Idle in the pool: any byte, EOF or error means it can no longer be used.
                 if (auto pool = self->pool_.lock()) pool->on_idle_event(*self);
             }
         });
 }
 
 void upstream_connection::watch_idle() {
-    if (reading_) return; // the pending read tells the pool (read())
+    if (reading_) return; // the pending read tells the pool
     if (buf_) {
         try {
             read_buffers::give(std::move(buf_));
@@ -63,21 +68,10 @@ void upstream_connection::watch_idle() {
             buf_.reset();
         }
     }
-    sock_.async_wait(socket_type::wait_read,
-                     [self = shared_from_this(), w = ++watch_](const boost::system::error_code& ec) {
-                         if (ec == boost::asio::error::operation_aborted || w != self->watch_ ||
-                             self->user_ != nullptr)
-                             return;
-                         // Readable while idle: the upstream closed it, or sent what it
-                         // should not have. Either way it cannot carry a request.
-                         if (auto pool = self->pool_.lock()) pool->on_idle_event(*self);
-                     });
-}
-
-void upstream_connection::stop_watching() noexcept {
-    ++watch_;
-    boost::system::error_code ignored;
-    sock_.cancel(ignored); // only the idle wait is pending
+    // A read stays pending while idle, into the small buffer the object carries: an upstream
+    // close is seen at once, and when the connection is taken the same read receives the
+    // start of the response (no cancel, no new operation, no speculative recv).
+    start_read(idle_buf_.data(), idle_buf_.size());
 }
 
 void upstream_connection::release_kept() noexcept {

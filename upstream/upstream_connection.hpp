@@ -48,8 +48,8 @@ struct read_buffer {
 /// to its pool while idle. Asynchronous operations hold it by shared_ptr, so it outlives its
 /// pool and its user.
 ///
-/// Idle in a pool it holds no buffer: it waits for readability (an upstream close, or bytes it
-/// should not send, both make it unusable) without reading.
+/// Idle in a pool it holds no 64 KiB buffer: its pending read goes into a small one of its own
+/// (an upstream close, or bytes it should not send, both make it unusable).
 class upstream_connection : public std::enable_shared_from_this<upstream_connection> {
 public:
     using socket_type = boost::asio::generic::stream_protocol::socket;
@@ -81,14 +81,12 @@ public:
     [[nodiscard]] bool reading() const noexcept { return reading_; }
 
     /// The bytes of the last read.
-    [[nodiscard]] const char* buffer() const noexcept { return buf_->bytes.data(); }
+    [[nodiscard]] const char* buffer() const noexcept { return last_; }
 
-    /// Idle in its pool: gives its buffer back and waits for readability, which tells the pool
-    /// it can no longer be used. Throws std::bad_alloc if the wait cannot be queued.
+    /// Idle in its pool: gives its 64 KiB buffer back and keeps a read pending into a small one
+    /// of its own, which tells the pool if the upstream closes it; taken again, that read is the
+    /// first of the response. Throws std::bad_alloc if the read cannot be queued.
     void watch_idle();
-    /// Taken from the pool: the idle wait is cancelled (its completion, if already queued, is
-    /// ignored).
-    void stop_watching() noexcept;
 
     /// The connection whose timeout entry `e` is (walking an upstream kind's list): checked.
     static upstream_connection& from(const timeouts::idle_entry& e) noexcept {
@@ -110,15 +108,17 @@ public:
 
 private:
     void on_expire() noexcept;
+    void start_read(char* into, std::size_t size);
 
     socket_type sock_;
     timeouts::timeout_registry& registry_;
     std::weak_ptr<upstream_pool> pool_;
     timeouts::idle_entry entry_;
-    std::unique_ptr<read_buffer> buf_;
+    std::unique_ptr<read_buffer> buf_; ///< while it carries a request
+    const char* last_ = nullptr;       ///< where the last read went
     connection_user* user_ = nullptr;
-    unsigned watch_ = 0; ///< the idle wait a completion belongs to
     bool reading_ = false;
+    std::array<char, 1024> idle_buf_{}; ///< the read pending while idle (a response's start)
 };
 
 } // namespace tarry::upstream

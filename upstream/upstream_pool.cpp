@@ -46,7 +46,6 @@ upstream_pool::~upstream_pool() {
 std::shared_ptr<upstream_connection> upstream_pool::take() {
     if (idle_.empty()) return nullptr;
     auto c = unlink_idle(idle_.back());
-    c->stop_watching();
     c->disarm();
     metrics_.busy.add();
     metrics_.reused.add();
