@@ -278,8 +278,7 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
         used += n;
         if (parser.is_done() && !body_done_) {
             body_done_ = true;
-            if (deferred* d = deferred_answer(); body_to_handler_ && d != nullptr)
-                d->on_body_end();
+            if (deferred* d = deferred_answer(); body_to_handler_ && d != nullptr) d->on_body_end();
             if (!state_) continue; // it answered: the request is over
             if (finished_) {
                 finish_request();
@@ -337,8 +336,7 @@ void session::emit(std::string& out, response_head& head, std::string_view date)
     exchange_log* log = run_ != nullptr ? run_->log : nullptr;
     if (log == nullptr) return;
     const request_head* req = state_ ? &state_->head : nullptr;
-    log->on_response(req, head.status,
-                      head_only_ || head.length_unknown ? 0 : head.content_length);
+    log->on_response(req, head.status, head_only_ || head.length_unknown ? 0 : head.content_length);
 }
 
 void session::fail(unsigned status, std::string& out, std::string_view date) {

@@ -243,9 +243,9 @@ private:
     const session_settings* settings_;
     session_transport* transport_;
     states::pointer state_;
-    files::pointer file_;           ///< a file body still to stream, once answered
-    consume_run* run_ = nullptr;    ///< set while consume() runs
-    std::uint32_t requests_ = 0;    ///< answered
+    files::pointer file_;        ///< a file body still to stream, once answered
+    consume_run* run_ = nullptr; ///< set while consume() runs
+    std::uint32_t requests_ = 0; ///< answered
     bool closing_ = false;
     bool draining_ = false;
     bool sent_continue_ = false;

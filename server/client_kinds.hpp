@@ -30,8 +30,8 @@ inline const timeout_kind discard{"discard", owner_tag<connection>};
 
 /// The kind of each phase's list, by conn_phase (waiting is in none: the handler's own
 /// timeouts bound it; it maps to linger only to keep the table whole).
-inline const std::array<const timeout_kind*, static_cast<std::size_t>(conn_phase::count_)>
-    by_phase{&silent, &header, &body, &send, &keep_alive, &linger, &linger, &discard};
+inline const std::array<const timeout_kind*, static_cast<std::size_t>(conn_phase::count_)> by_phase{
+    &silent, &header, &body, &send, &keep_alive, &linger, &linger, &discard};
 
 [[nodiscard]] inline const timeout_kind& of(conn_phase p) noexcept {
     return *by_phase[static_cast<std::size_t>(p)];

@@ -52,8 +52,7 @@ bool is_reset(int err) noexcept {
 static_assert(sizeof(connection) <= 184, "an idle connection fits a 192-byte chunk");
 
 connection::connection(const connection_context& ctx, int fd)
-    : fd_(fd), ctx_(ctx),
-      idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
+    : fd_(fd), ctx_(ctx), idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
       session_(ctx.settings.session, this) {}
 
 connection::~connection() {
@@ -180,9 +179,9 @@ void connection::run_drive() noexcept {
 }
 
 bool connection::idle() const noexcept {
-    return !closed_ && (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent ||
-                        (phase_ == conn_phase::header && in_len() == 0 &&
-                         (!io_ || io_->out.empty())));
+    return !closed_ &&
+           (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent ||
+            (phase_ == conn_phase::header && in_len() == 0 && (!io_ || io_->out.empty())));
 }
 
 void connection::drain() noexcept {
@@ -249,8 +248,7 @@ void connection::drive(bool fresh) {
             // whole that a handler is still answering gets its answer (with Connection: close),
             // then the connection closes; a request cut short (in its header or body) is an
             // abort.
-            if (session_.answering() &&
-                session_.current_phase() == http::session::phase::waiting) {
+            if (session_.answering() && session_.current_phase() == http::session::phase::waiting) {
                 session_.retire();
                 wait(false); // the handler's wake() drives the rest
                 return;

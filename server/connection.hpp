@@ -25,8 +25,8 @@ using connection_ptr = boost::intrusive_ptr<connection>;
 /// free list when bytes arrive, given back when the connection goes idle, so that an idle
 /// keep-alive connection is the connection object alone.
 struct io_state {
-    std::string in;  ///< request bytes: in_len of them, from the start
-    std::string out; ///< queued responses, written from out_off
+    std::string in;               ///< request bytes: in_len of them, from the start
+    std::string out;              ///< queued responses, written from out_off
     std::unique_ptr<char[]> peer; ///< the client's address as text, once a handler asked
     timeouts::clock::time_point phase_start{}; ///< when a phase with a total began
     std::uint32_t in_len = 0;
@@ -148,10 +148,10 @@ public:
 private:
     timeouts::idle_entry idle_;
     http::session session_;
-    std::unique_ptr<io_state> io_;       ///< only while a request is in progress
-    std::uint32_t born_ms_ = 0; ///< accepted, in ms modulo 2^32 (for max_connection_age)
-    std::uint32_t peer_v4_ = 0; ///< the client's IPv4 address once asked for (0: not known)
-    std::uint32_t answered_ = 0;         ///< session_.requests() at the last wait
+    std::unique_ptr<io_state> io_; ///< only while a request is in progress
+    std::uint32_t born_ms_ = 0;    ///< accepted, in ms modulo 2^32 (for max_connection_age)
+    std::uint32_t peer_v4_ = 0;    ///< the client's IPv4 address once asked for (0: not known)
+    std::uint32_t answered_ = 0;   ///< session_.requests() at the last wait
     conn_phase phase_ = conn_phase::silent;
     bool closed_ = false;
     bool peer_eof_ = false;

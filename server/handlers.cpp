@@ -52,10 +52,8 @@ using make_fn = std::shared_ptr<http::handler> (*)(const route_config&, const co
 // One line per kind of route: adding a handler is its own file plus a line here.
 constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
     {kind::hello,
-     [](const route_config&, const config&, handler_context&,
-        router_build&) -> std::shared_ptr<http::handler> {
-         return std::make_shared<http::hello_handler>();
-     }},
+     [](const route_config&, const config&, handler_context&, router_build&)
+         -> std::shared_ptr<http::handler> { return std::make_shared<http::hello_handler>(); }},
     {kind::files,
      [](const route_config& r, const config&, handler_context&,
         router_build&) -> std::shared_ptr<http::handler> {

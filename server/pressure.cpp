@@ -40,8 +40,8 @@ bool pressure::relieve() noexcept {
     const auto now = timeouts::clock::now();
     const auto quiet = now - settings_.min_quiet;
     connection* oldest = nullptr;
-    const auto consider = [&](const timeouts::timeout_kind& kind,
-                              timeouts::clock::time_point since, bool unless_asked) {
+    const auto consider = [&](const timeouts::timeout_kind& kind, timeouts::clock::time_point since,
+                              bool unless_asked) {
         timeouts::idle_entry* e = registry_.oldest(kind);
         if (e == nullptr || e->idle_start() > since) return;
         connection& c = connection::from(*e);

@@ -37,7 +37,8 @@ enum class conn_phase : std::uint8_t {
 
 /// The name of each phase, for metrics; tied to the enum's size.
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(conn_phase::count_)>
-    conn_phase_names{"silent", "header", "body", "send", "keep_alive", "linger", "waiting", "discard"};
+    conn_phase_names{"silent",     "header", "body",    "send",
+                     "keep_alive", "linger", "waiting", "discard"};
 // A std::array with too few initialisers compiles: an empty last name means one is missing.
 static_assert(!conn_phase_names.back().empty());
 

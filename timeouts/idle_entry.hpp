@@ -19,11 +19,11 @@ class idle_list;
 /// The intrusive hook an object embeds to take part in idle timeouts.
 ///
 /// The node carries everything expiry needs (`idle_start`, `prev`, `next`, the owning list, whose
-/// duration is the entry's `idle_timeout`), so enrolling, touching and unenrolling never allocate. The list is hand-written
-/// rather than a Boost.Intrusive hook because we need, together: a back-pointer to the owning list
-/// (to move or unlink an entry without knowing its list), a constant-time size per list (metrics),
-/// and unlink-on-destroy; Boost.Intrusive's `auto_unlink` mode forbids the constant-time size, and
-/// the whole list is about forty lines.
+/// duration is the entry's `idle_timeout`), so enrolling, touching and unenrolling never allocate.
+/// The list is hand-written rather than a Boost.Intrusive hook because we need, together: a
+/// back-pointer to the owning list (to move or unlink an entry without knowing its list), a
+/// constant-time size per list (metrics), and unlink-on-destroy; Boost.Intrusive's `auto_unlink`
+/// mode forbids the constant-time size, and the whole list is about forty lines.
 ///
 /// An entry's address is its identity: it is neither copied nor moved. Destroying an enrolled
 /// entry unlinks it (O(1), and one timer `cancel` if its list becomes empty). An entry is in

@@ -44,10 +44,10 @@ each connection its own timer and that heap holds one node per connection: every
 re-arms one (O(log n) sift, plus a cancelled handler that must still be run), and 100,000
 idle connections are 100,000 heap nodes and 100,000 pending operations. Here the heap holds
 one timer per *list*, that is per kind and distinct duration: a handful (keep-alive, header,
-body, send, pooled upstream), whatever the number of connections. The work is split by what each structure is good
-at: the intrusive list orders the connections of one duration (by appending, O(1)); Asio's
-heap orders the lists by their heads' deadlines (O(log lists), which is O(1) in practice). A
-touch is a clock read and two pointer swaps and never reaches the heap.
+body, send, pooled upstream), whatever the number of connections. The work is split by what each
+structure is good at: the intrusive list orders the connections of one duration (by appending,
+O(1)); Asio's heap orders the lists by their heads' deadlines (O(log lists), which is O(1) in
+practice). A touch is a clock read and two pointer swaps and never reaches the heap.
 
 @verbatim
   timeout_registry (one per io_context)                  Asio's timer heap: O(lists) nodes
@@ -105,14 +105,13 @@ for its new head, which may be earlier than before.
 ## When memory runs out
 
 Touch, unenroll and expiry never allocate. Enroll allocates when it creates the list for a
-kind and duration not in use (a lane slot, the list and its timer) and, like every call that may queue
-a timer wait, inside Asio (the wait operation; usually served from Asio's per-thread
-recycling cache). Those calls are not `noexcept`: they throw `std::bad_alloc`, and enroll
-then leaves the entry exactly where it was. Inside a timer's handler, which cannot throw, a
-continuation that cannot be posted is replaced by expiring the next batch inline (the loop
-is held longer, but nothing due is left without a wake), and a re-arm that fails leaves the
-list unarmed until the next enroll into it; both are counted in
-`expiry_stats::schedule_failures`.
+kind and duration not in use (a lane slot, the list and its timer) and, like every call that may
+queue a timer wait, inside Asio (the wait operation; usually served from Asio's per-thread recycling
+cache). Those calls are not `noexcept`: they throw `std::bad_alloc`, and enroll then leaves the
+entry exactly where it was. Inside a timer's handler, which cannot throw, a continuation that cannot
+be posted is replaced by expiring the next batch inline (the loop is held longer, but nothing due is
+left without a wake), and a re-arm that fails leaves the list unarmed until the next enroll into it;
+both are counted in `expiry_stats::schedule_failures`.
 
 ## Threads
 

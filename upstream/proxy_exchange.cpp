@@ -384,7 +384,8 @@ void proxy_exchange::complete() noexcept {
     if (reusable) {
         auto keep = s.idle_timeout;
         bool hinted = false;
-        const auto hint = http::keep_alive_timeout(http::find_field(parser_->header(), "Keep-Alive"));
+        const auto hint =
+            http::keep_alive_timeout(http::find_field(parser_->header(), "Keep-Alive"));
         if (hint >= 0) {
             // Retire it before the upstream would: N seconds less 1 s or 10 %.
             const auto n = std::chrono::seconds(hint);

@@ -10,9 +10,9 @@
 namespace tarry::upstream {
 namespace {
 
-// Enough for a burst of busy connections to reuse their buffers, bounded so it does not pin
-// memory for ever (64 KiB each).
-using read_buffers = http::recycler<read_buffer, 64>;
+// A few kept for the next requests (64 KiB each): more would pin megabytes after a burst, and a
+// buffer not kept is one malloc per request.
+using read_buffers = http::recycler<read_buffer, 4>;
 
 } // namespace
 

@@ -123,7 +123,7 @@ std::shared_ptr<upstream_connection> upstream_pool::unlink_idle(upstream_connect
 
 bool upstream_pool::remove_idle(upstream_connection& c, upstream_close why) noexcept {
     if (!c.pool_hook.is_linked() || !c.pooled) return false; // not idle here
-    const auto keep = unlink_idle(c); // c stays alive until this returns
+    const auto keep = unlink_idle(c);                        // c stays alive until this returns
     keep->close();
     metrics_.closed(why);
     return true;

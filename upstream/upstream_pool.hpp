@@ -28,9 +28,9 @@ upstream_connection::endpoint_type parse_endpoint(const std::string& server);
 /// Sized by demand, as HAProxy sizes its server pools: a connection that finishes its request
 /// is kept (up to max_idle, a cap that protects the application), and every purge period half
 /// of the idle connections beyond the most that were busy at once during the last period are
-/// closed (upstream_settings::purge_period, 5 s). A burst keeps what it needed, so the next burst opens nothing; a quieter period
-/// shrinks the pool gradually; an idle one empties it through idle_timeout. Nothing is shared
-/// across threads.
+/// closed (upstream_settings::purge_period, 5 s). A burst keeps what it needed, so the next burst
+/// opens nothing; a quieter period shrinks the pool gradually; an idle one empties it through
+/// idle_timeout. Nothing is shared across threads.
 class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
     upstream_pool(boost::asio::io_context& io, timeouts::timeout_registry& registry,

@@ -131,8 +131,9 @@ TEST(AdminTest, MetricsAndHealthOnTheAdminAddressOnly) {
     EXPECT_NE(m.find("tarry_timeout_lateness_seconds_count{kind=\"silent\"} 0\n"),
               std::string::npos)
         << m;
-    EXPECT_NE(m.find("tarry_timeout_list_length{kind=\"keep_alive\",duration_seconds=\"0.202\"} 0\n"),
-              std::string::npos)
+    EXPECT_NE(
+        m.find("tarry_timeout_list_length{kind=\"keep_alive\",duration_seconds=\"0.202\"} 0\n"),
+        std::string::npos)
         << m;
     EXPECT_NE(m.find("tarry_timeout_list_length{kind=\"silent\",duration_seconds=\"60\"} 0\n"),
               std::string::npos)

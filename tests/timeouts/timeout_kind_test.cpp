@@ -109,7 +109,7 @@ TEST_F(TimeoutKindTest, OldestLooksAcrossTheDurationsOfAKind) {
 
 TEST_F(TimeoutKindTest, RetimeMovesOneKindOnly) {
     add_client(1, keep_alive, 65s);
-    add_pooled(2, 65s);    // another kind, the same old duration
+    add_pooled(2, 65s);         // another kind, the same old duration
     add_client(3, header, 65s); // another kind of the same owner
     clk.advance(5s);
     reg.retime(keep_alive, 65s, 10s);
@@ -145,7 +145,8 @@ TEST_F(TimeoutKindTest, StatsAreKeptPerKind) {
     EXPECT_EQ(reg.stats(header).expired, 0U);
     EXPECT_EQ(reg.stats().expired, 3U);
     std::vector<std::string_view> kinds;
-    reg.for_each_kind([&](const timeout_kind& k, const expiry_stats&) { kinds.push_back(k.name()); });
+    reg.for_each_kind(
+        [&](const timeout_kind& k, const expiry_stats&) { kinds.push_back(k.name()); });
     EXPECT_EQ(kinds.size(), 2U);
 }
 

@@ -354,8 +354,8 @@ TEST_F(SharedUpstreamTest, RoutesNamingOneUpstreamShareItsPool) {
     thread_backend backend({});
     const std::uint16_t port = free_port();
     const std::uint16_t admin = free_port();
-    write("listen = \"127.0.0.1:" + std::to_string(port) + "\"\nadmin_listen = \"127.0.0.1:" +
-          std::to_string(admin) +
+    write("listen = \"127.0.0.1:" + std::to_string(port) +
+          "\"\nadmin_listen = \"127.0.0.1:" + std::to_string(admin) +
           "\"\n[[route]]\nprefix = \"/a/\"\nupstream = \"app\"\n"
           "[[route]]\nprefix = \"/b/\"\nupstream = \"app\"\n"
           "[upstream.app]\nservers = [\"127.0.0.1:" +
@@ -374,8 +374,9 @@ TEST_F(SharedUpstreamTest, RoutesNamingOneUpstreamShareItsPool) {
     ASSERT_TRUE(m.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"));
     auto metrics = m.read_response();
     ASSERT_TRUE(metrics);
-    const std::string line = "tarry_upstream_requests_total{server=\"127.0.0.1:" +
-                             std::to_string(backend.port()) + "\"} 3\n";
+    const std::string line =
+        "tarry_upstream_requests_total{server=\"127.0.0.1:" + std::to_string(backend.port()) +
+        "\"} 3\n";
     EXPECT_NE(metrics->body.find(line), std::string::npos) << metrics->body;
 }
 

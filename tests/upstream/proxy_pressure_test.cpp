@@ -71,9 +71,9 @@ TEST_F(ProxyPressureTest, AtTheConnectionLimitOnlyIdleClientsAreReclaimed) {
     cfg.max_connections = 8;
     start_with({});
     fill_pool(4);
-    auto busy = held(2);                 // two pooled connections now wait for a response
-    ASSERT_EQ(metrics().idle.get(), 2);  // two still idle in the pool
-    auto quiet = silent(6);              // the limit: 2 busy + 6 silent clients
+    auto busy = held(2);                // two pooled connections now wait for a response
+    ASSERT_EQ(metrics().idle.get(), 2); // two still idle in the pool
+    auto quiet = silent(6);             // the limit: 2 busy + 6 silent clients
     ASSERT_TRUE(eventually([&] { return connections() == 8; }));
     std::this_thread::sleep_for(150ms); // past the silent grace (a tenth of 1 s)
 
@@ -81,7 +81,8 @@ TEST_F(ProxyPressureTest, AtTheConnectionLimitOnlyIdleClientsAreReclaimed) {
     for (int i = 0; i < 3; ++i) {
         newcomers.push_back(std::make_unique<test_client>(port));
         ASSERT_TRUE(newcomers.back()->send("GET /new HTTP/1.1\r\nHost: t\r\n\r\n"));
-        ASSERT_TRUE(eventually([&] { return client_closes(server::close_reason::pressure) == i + 1; }));
+        ASSERT_TRUE(
+            eventually([&] { return client_closes(server::close_reason::pressure) == i + 1; }));
     }
     backend->hold_until = 0;
     for (auto& c : busy) {
@@ -207,11 +208,12 @@ protected:
     std::uint16_t port = free_port();
 
     void write(const std::string& top) {
-        ServerFromFileTest::write("listen = \"127.0.0.1:" + std::to_string(port) + "\"\n" + top +
-                              "[[route]]\nprefix = \"/\"\nupstream = \"app\"\n"
-                              "[upstream.app]\nservers = [\"127.0.0.1:" +
-                              std::to_string(backend.port()) +
-                              "\"]\nidle_timeout = \"20002ms\"\nresponse_timeout = \"20002ms\"\n");
+        ServerFromFileTest::write(
+            "listen = \"127.0.0.1:" + std::to_string(port) + "\"\n" + top +
+            "[[route]]\nprefix = \"/\"\nupstream = \"app\"\n"
+            "[upstream.app]\nservers = [\"127.0.0.1:" +
+            std::to_string(backend.port()) +
+            "\"]\nidle_timeout = \"20002ms\"\nresponse_timeout = \"20002ms\"\n");
     }
 };
 
@@ -253,7 +255,8 @@ TEST_F(ProxyReloadTest, AReloadMovesIdleClientsOnlyWhateverElseHasTheirDuration)
 // Pressure at the limit, a reload in the middle of it, pressure again: the retired and the
 // reclaimable kinds follow the new keep-alive duration, and newcomers keep being served.
 TEST_F(ProxyReloadTest, PressureDuringAReload) {
-    write("max_connections = 4\nkeep_alive_timeout = \"20s\"\nkeep_alive_min_timeout = \"100ms\"\n");
+    write(
+        "max_connections = 4\nkeep_alive_timeout = \"20s\"\nkeep_alive_min_timeout = \"100ms\"\n");
     start();
     {
         // Four upstream connections at once, then idle in the pool: the oldest entries of
@@ -284,7 +287,8 @@ TEST_F(ProxyReloadTest, PressureDuringAReload) {
     EXPECT_EQ(f->status, 200);
     EXPECT_TRUE(kept[0]->wait_closed(2s)); // the oldest idle made room
 
-    write("max_connections = 4\nkeep_alive_timeout = \"10s\"\nkeep_alive_min_timeout = \"100ms\"\n");
+    write(
+        "max_connections = 4\nkeep_alive_timeout = \"10s\"\nkeep_alive_min_timeout = \"100ms\"\n");
     auto reloaded = srv->request_reload();
     test_client second(port); // during or right after the reload
     ASSERT_TRUE(second.send(get));
