@@ -142,6 +142,8 @@ TEST_F(ProxyPressureTest, PressureThenAGracefulStopFinishesTheProxiedRequest) {
     ASSERT_TRUE(newcomer.send("GET /new HTTP/1.1\r\nHost: t\r\n\r\n"));
     ASSERT_TRUE(eventually([&] { return client_closes(server::close_reason::pressure) == 1; }));
     srv->stop(); // graceful: the held request and the newcomer's are answered with close
+    // The stop has run on the worker once its listener refuses: only then may the answers come.
+    ASSERT_TRUE(eventually([&] { return !test_client(port).connected(); }));
     backend->hold_until = 0;
     auto r = busy[0]->read_response();
     ASSERT_TRUE(r);
