@@ -4,6 +4,8 @@
 #include <tarry/http/hello_handler.hpp>
 #include <tarry/upstream/proxy_handler.hpp>
 
+#include <boost/asio/ip/address.hpp>
+
 #include <algorithm>
 
 #include <array>
@@ -20,12 +22,13 @@ upstream::upstream_settings settings_of(const upstream_config& u, const config& 
     upstream::upstream_settings s;
     for (const upstream_server& server : u.servers) {
         if (!server.unix_path.empty()) {
-            s.servers.push_back("unix:" + server.unix_path.string());
-        } else if (server.host.find(':') != std::string::npos) {
-            s.servers.push_back("[" + server.host + "]:" + std::to_string(server.port));
-        } else {
-            s.servers.push_back(server.host + ":" + std::to_string(server.port));
+            s.servers.push_back(upstream::server_address::unix_socket(server.unix_path));
+            continue;
         }
+        // The configuration checked it: a numeric address, or localhost.
+        const std::string host = server.host == "localhost" ? "127.0.0.1" : server.host;
+        s.servers.push_back(
+            upstream::server_address::tcp(boost::asio::ip::make_address(host), server.port));
     }
     s.balance = u.balance == upstream_config::balance_kind::least_conn
                     ? upstream::upstream_settings::balance_mode::least_conn

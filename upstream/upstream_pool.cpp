@@ -1,40 +1,11 @@
 #include "upstream_pool.hpp"
 
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-
-#include <charconv>
-#include <stdexcept>
-
 namespace tarry::upstream {
 
-upstream_connection::endpoint_type parse_endpoint(const std::string& server) {
-    if (server.starts_with("unix:"))
-        return boost::asio::local::stream_protocol::endpoint(server.substr(5));
-    const auto colon = server.rfind(':');
-    if (colon == std::string::npos || colon == 0)
-        throw std::invalid_argument("upstream server needs host:port: " + server);
-    std::string host = server.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    if (host == "localhost") host = "127.0.0.1";
-    unsigned port = 0;
-    const char* p = server.data() + colon + 1;
-    const char* end = server.data() + server.size();
-    const auto r = std::from_chars(p, end, port);
-    if (r.ec != std::errc{} || r.ptr != end || port == 0 || port > 65535)
-        throw std::invalid_argument("upstream server has a bad port: " + server);
-    boost::system::error_code ec;
-    const auto addr = boost::asio::ip::make_address(host, ec);
-    if (ec) throw std::invalid_argument("upstream server needs a numeric address: " + server);
-    return boost::asio::ip::tcp::endpoint(addr, static_cast<unsigned short>(port));
-}
-
 upstream_pool::upstream_pool(boost::asio::io_context& io, timeouts::timeout_registry& registry,
-                             const upstream_settings& settings, std::string name)
-    : io_(io), registry_(registry), settings_(settings), name_(std::move(name)),
-      endpoint_(parse_endpoint(name_)) {}
+                             const upstream_settings& settings, server_address server)
+    : io_(io), registry_(registry), settings_(settings), name_(std::move(server.name)),
+      endpoint_(server.endpoint) {}
 
 upstream_pool::~upstream_pool() {
     while (!idle_.empty()) {

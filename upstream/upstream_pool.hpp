@@ -14,9 +14,6 @@
 
 namespace tarry::upstream {
 
-/// Parses a server address of upstream_settings::servers. Throws std::invalid_argument.
-upstream_connection::endpoint_type parse_endpoint(const std::string& server);
-
 /// One worker's connections to one upstream server: the idle ones, and counts of the busy.
 ///
 /// Idle connections are kept in an intrusive list, most recently used last: a request takes the
@@ -34,7 +31,7 @@ upstream_connection::endpoint_type parse_endpoint(const std::string& server);
 class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
     upstream_pool(boost::asio::io_context& io, timeouts::timeout_registry& registry,
-                  const upstream_settings& settings, std::string name);
+                  const upstream_settings& settings, server_address server);
     upstream_pool(const upstream_pool&) = delete;
     upstream_pool& operator=(const upstream_pool&) = delete;
     ~upstream_pool();

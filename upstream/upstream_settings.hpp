@@ -1,19 +1,38 @@
 #pragma once
 
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/ip/address.hpp>
+
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace tarry::upstream {
+
+/// One server of an upstream: where it is, and how it is named (in metrics, and as the Host of
+/// a request that came without one). Built typed from the configuration; parse() is for text.
+struct server_address {
+    using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
+
+    std::string name; ///< "127.0.0.1:3000", "[::1]:3000" or "unix:/run/app.sock"
+    endpoint_type endpoint;
+
+    static server_address tcp(const boost::asio::ip::address& address, std::uint16_t port);
+    static server_address unix_socket(const std::filesystem::path& path);
+    /// "HOST:PORT" with a numeric address or localhost, "[V6]:PORT", or "unix:PATH". Throws
+    /// std::invalid_argument.
+    static server_address parse(const std::string& text);
+};
 
 /// How a proxy reaches its application servers. A plain struct: the configuration fills it.
 struct upstream_settings {
     enum class balance_mode { round_robin, least_conn };
     using duration = std::chrono::steady_clock::duration;
 
-    /// "127.0.0.1:8080", "[::1]:8080", "localhost:8080" (numeric, no resolver) or "unix:/path".
-    std::vector<std::string> servers;
+    std::vector<server_address> servers;
     balance_mode balance = balance_mode::round_robin;
     std::size_t max_idle = 1024; ///< cap on idle connections kept per server (demand decides)
     duration idle_timeout = std::chrono::seconds(60); ///< an idle pooled connection

@@ -211,7 +211,8 @@ TEST_F(ProxyBackendTest, WithEveryServerDownARequestStillTriesTheOldestMark) {
     auto other = std::make_unique<thread_backend>(thread_backend::behaviour{});
     const std::uint16_t a = backend->port();
     const std::uint16_t b = other->port();
-    ups.servers = {"127.0.0.1:" + std::to_string(a), "127.0.0.1:" + std::to_string(b)};
+    ups.servers = {upstream::server_address::parse("127.0.0.1:" + std::to_string(a)),
+                   upstream::server_address::parse("127.0.0.1:" + std::to_string(b))};
     ups.fail_timeout = 1h;
     start();
     backend.reset();
@@ -299,8 +300,8 @@ TEST_F(ProxyBackendTest, SixtyFourClientsAtOnceOpenAtMostSixtyFourConnections) {
 TEST_F(ProxyBackendTest, RoundRobinAndLeastConnectionsSpreadRequests) {
     thread_backend other({});
     backend = std::make_unique<thread_backend>(thread_backend::behaviour{});
-    ups.servers = {"127.0.0.1:" + std::to_string(backend->port()),
-                   "127.0.0.1:" + std::to_string(other.port())};
+    ups.servers = {upstream::server_address::parse("127.0.0.1:" + std::to_string(backend->port())),
+                   upstream::server_address::parse("127.0.0.1:" + std::to_string(other.port()))};
     start();
     test_client c(port);
     for (int i = 0; i < 10; ++i)
@@ -314,8 +315,8 @@ TEST_F(ProxyBackendTest, RoundRobinAndLeastConnectionsSpreadRequests) {
 TEST_F(ProxyBackendTest, LeastConnectionsPrefersTheIdleServer) {
     thread_backend other({});
     backend = std::make_unique<thread_backend>(thread_backend::behaviour{});
-    ups.servers = {"127.0.0.1:" + std::to_string(backend->port()),
-                   "127.0.0.1:" + std::to_string(other.port())};
+    ups.servers = {upstream::server_address::parse("127.0.0.1:" + std::to_string(backend->port())),
+                   upstream::server_address::parse("127.0.0.1:" + std::to_string(other.port()))};
     ups.balance = upstream::upstream_settings::balance_mode::least_conn;
     start();
     test_client c(port);
@@ -330,7 +331,8 @@ TEST_F(ProxyBackendTest, LeastConnectionsPrefersTheIdleServer) {
 
 TEST_F(ProxyBackendTest, DownServerIsSkippedForAnother) {
     backend = std::make_unique<thread_backend>(thread_backend::behaviour{});
-    ups.servers = {"127.0.0.1:1", "127.0.0.1:" + std::to_string(backend->port())};
+    ups.servers = {upstream::server_address::parse("127.0.0.1:1"),
+                   upstream::server_address::parse("127.0.0.1:" + std::to_string(backend->port()))};
     start();
     for (int i = 0; i < 4; ++i) {
         auto r = get_once("/x");

@@ -16,7 +16,8 @@ protected:
     void start_with(int keep_alive_ms = 5000) {
         node = std::make_unique<node_backend>(keep_alive_ms);
         ASSERT_NE(node->port(), 0) << "node did not start";
-        ups.servers = {"127.0.0.1:" + std::to_string(node->port())};
+        ups.servers = {
+            upstream::server_address::parse("127.0.0.1:" + std::to_string(node->port()))};
         start();
     }
     void TearDown() override {
@@ -244,7 +245,7 @@ TEST_F(ProxyNodeTest, UnixSocketUpstream) {
     std::filesystem::remove(path);
     node = std::make_unique<node_backend>(5000, path.string());
     ASSERT_TRUE(node->started());
-    ups.servers = {"unix:" + path.string()};
+    ups.servers = {upstream::server_address::parse("unix:" + path.string())};
     start();
     test_client c(port);
     for (int i = 0; i < 3; ++i) {
@@ -307,7 +308,8 @@ TEST_F(ProxyNodeTest, KeepAliveHintShortensTheIdleTime) {
 // A lone server is never marked down: each request tries it (502 while it refuses), so the
 // first request after the application is back is served (ProxyBackendTest has the restart).
 TEST_F(ProxyNodeTest, ALoneServerThatRefusesGets502AndIsNeverSkipped) {
-    ups.servers = {"127.0.0.1:1"}; // nothing listens there: refused
+    ups.servers = {
+        upstream::server_address::parse("127.0.0.1:1")}; // nothing listens there: refused
     start();
     auto r = get_once("/");
     ASSERT_TRUE(r);

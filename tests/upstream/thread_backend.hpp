@@ -135,7 +135,8 @@ protected:
 
     void start_with(thread_backend::behaviour b) {
         backend = std::make_unique<thread_backend>(b);
-        ups.servers = {"127.0.0.1:" + std::to_string(backend->port())};
+        ups.servers = {
+            upstream::server_address::parse("127.0.0.1:" + std::to_string(backend->port()))};
         start();
     }
     void TearDown() override {

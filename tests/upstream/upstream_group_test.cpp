@@ -17,7 +17,7 @@ protected:
 
     upstream_group make(std::size_t servers, upstream_settings s = {}) {
         for (std::size_t i = 0; i < servers; ++i)
-            s.servers.push_back("127.0.0.1:" + std::to_string(9001 + i));
+            s.servers.push_back(server_address::parse("127.0.0.1:" + std::to_string(9001 + i)));
         return upstream_group(io, registry, s);
     }
     static std::string name(const std::shared_ptr<upstream_pool>& p) {
@@ -90,12 +90,23 @@ TEST_F(UpstreamGroupTest, AMarkEndsAfterFailTimeout) {
     EXPECT_EQ(name(g.pick()), "127.0.0.1:9001");
 }
 
-TEST_F(UpstreamGroupTest, ABadServerAddressIsRefusedAtConstruction) {
+TEST_F(UpstreamGroupTest, AGroupNeedsAServer) {
     upstream_settings s;
-    s.servers = {"nowhere"};
     EXPECT_THROW(upstream_group(io, registry, s), std::invalid_argument);
-    s.servers.clear();
-    EXPECT_THROW(upstream_group(io, registry, s), std::invalid_argument);
+}
+
+TEST(ServerAddressTest, TypedAddressesAndTextAgree) {
+    const auto v4 = server_address::parse("127.0.0.1:3000");
+    EXPECT_EQ(v4.name, "127.0.0.1:3000");
+    EXPECT_EQ(v4.endpoint,
+              server_address::tcp(boost::asio::ip::make_address("127.0.0.1"), 3000).endpoint);
+    EXPECT_EQ(server_address::parse("localhost:80").name, "127.0.0.1:80");
+    EXPECT_EQ(server_address::parse("[::1]:8080").name, "[::1]:8080");
+    EXPECT_EQ(server_address::tcp(boost::asio::ip::make_address("::1"), 8080).name, "[::1]:8080");
+    EXPECT_EQ(server_address::parse("unix:/run/app.sock").name, "unix:/run/app.sock");
+    for (const char* bad :
+         {"nowhere", ":80", "127.0.0.1:0", "127.0.0.1:65536", "example.com:80", "127.0.0.1:8x"})
+        EXPECT_THROW(server_address::parse(bad), std::invalid_argument) << bad;
 }
 
 } // namespace

@@ -32,7 +32,8 @@ protected:
     }
 
     void make() {
-        settings.servers = {"127.0.0.1:" + std::to_string(acceptor.local_endpoint().port())};
+        settings.servers = {
+            server_address::parse("127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()))};
         pool = std::make_shared<upstream_pool>(io, registry, settings, settings.servers[0]);
     }
 
