@@ -6,8 +6,6 @@
 #include "timeout_kind.hpp"
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
 namespace tarry::timeouts {
 
@@ -83,18 +81,13 @@ public:
     /// message, rather than let a cast read a foreign object. One compare, never on the touch
     /// path (walks are for metrics, pressure and reloads).
     template <class Owner> [[nodiscard]] Owner& owner() const noexcept {
-        if (owner_ != &owner_tag<Owner>) wrong_owner();
+        if (owner_ != &owner_tag<Owner>)
+            detail::refuse("an idle_entry was taken for an object of another type");
         return *static_cast<Owner*>(context_);
     }
 
 private:
     friend class idle_list;
-
-    [[noreturn]] static void wrong_owner() noexcept {
-        std::fputs("tarry::timeouts: an idle_entry was taken for an object of another type\n",
-                   stderr);
-        std::abort();
-    }
 
     clock::time_point idle_start_{};
     idle_entry* prev_ = nullptr;

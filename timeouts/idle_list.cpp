@@ -1,9 +1,17 @@
 #include "idle_list.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace tarry::timeouts {
 
 idle_entry::~idle_entry() {
     if (list_ != nullptr) list_->remove(*this);
+}
+
+void detail::refuse(const char* what) noexcept {
+    std::fprintf(stderr, "tarry::timeouts: %s\n", what);
+    std::abort();
 }
 
 const timeout_kind& timeout_kind::untyped() noexcept {

@@ -11,6 +11,12 @@
 
 namespace tarry::timeouts {
 
+namespace detail {
+/// A broken kind rule (an entry taken for another type, or enrolled in another owner's kind):
+/// prints `what` and aborts, rather than let a cast read a foreign object.
+[[noreturn]] void refuse(const char* what) noexcept;
+} // namespace detail
+
 /// @brief The identity of a type whose objects embed idle entries: `&owner_tag<T>`.
 ///
 /// An entry made with a typed context (`idle_entry(callback, T*)`) remembers `&owner_tag<T>`, so

@@ -2,18 +2,7 @@
 
 #include "timer_list.hpp"
 
-#include <cstdio>
-#include <cstdlib>
-
 namespace tarry::timeouts {
-namespace {
-
-[[noreturn]] void refuse(const char* what) noexcept {
-    std::fprintf(stderr, "tarry::timeouts: %s\n", what);
-    std::abort();
-}
-
-} // namespace
 
 timeout_registry::timeout_registry(boost::asio::io_context& io, std::size_t expire_batch)
     : io_(io), expire_batch_(expire_batch == 0 ? 1 : expire_batch) {}
@@ -31,15 +20,17 @@ idle_list& timeout_registry::as_idle_list(timer_list& l) noexcept {
     return l;
 }
 
+timer_list* timeout_registry::lookup(const timeout_kind& kind,
+                                     clock::duration timeout) const noexcept {
+    for (const auto& list : lanes_[kind.id()].lists)
+        if (list->timeout() == timeout) return list.get();
+    return nullptr;
+}
+
 timer_list& timeout_registry::list_for(const timeout_kind& kind, clock::duration timeout) {
+    if (timer_list* found = lookup(kind, timeout)) return *found;
     lane& l = lanes_[kind.id()];
-    for (const auto& list : l.lists)
-        if (list->timeout() == timeout) return *list;
-    if (l.kind == nullptr) {
-        l.kind = &kind;
-    } else if (l.kind != &kind) {
-        refuse("two timeout kinds share one id"); // cannot happen: ids come from one counter
-    }
+    l.kind = &kind; // ids come from one counter: a lane only ever sees one kind
     prune_empty_lists();
     l.lists.reserve(l.lists.size() + 1); // so that the push_back below cannot throw
     l.lists.push_back(std::make_shared<timer_list>(*this, io_, kind, timeout));
@@ -49,7 +40,8 @@ timer_list& timeout_registry::list_for(const timeout_kind& kind, clock::duration
 void timeout_registry::enroll(idle_entry& e, const timeout_kind& kind, clock::duration timeout,
                               clock::time_point now) {
     // A list holds one kind of owner: this is what makes a walk's owner<T>() safe.
-    if (!kind.admits(e.owner_type())) refuse("an entry was enrolled in a kind of another owner");
+    if (!kind.admits(e.owner_type()))
+        detail::refuse("an entry was enrolled in a kind of another owner");
     timer_list& target = list_for(kind, timeout);
     if (e.list() == &target) {
         target.touch(e, now);
@@ -63,11 +55,9 @@ void timeout_registry::enroll(idle_entry& e, const timeout_kind& kind, clock::du
 
 void timeout_registry::retime(const timeout_kind& kind, clock::duration from, clock::duration to) {
     if (from == to) return;
-    auto* source = static_cast<timer_list*>(find(kind, from));
+    timer_list* source = lookup(kind, from);
     if (source == nullptr || source->empty()) return;
-    // Held: creating the target may prune lists, though never a non-empty one.
-    const std::shared_ptr<timer_list> keep = source->shared_from_this();
-    timer_list& target = list_for(kind, to);
+    timer_list& target = list_for(kind, to); // may prune lists, never a non-empty one
     // Both lists are sorted by idle_start; so is their merge, which keeps the target sorted by
     // deadline since every entry in it gets the same duration. The source, emptied, disarms.
     target.merge(*source);
@@ -76,9 +66,8 @@ void timeout_registry::retime(const timeout_kind& kind, clock::duration from, cl
 
 idle_list* timeout_registry::find(const timeout_kind& kind,
                                   clock::duration timeout) const noexcept {
-    for (const auto& list : lanes_[kind.id()].lists)
-        if (list->timeout() == timeout) return list.get();
-    return nullptr;
+    timer_list* l = lookup(kind, timeout);
+    return l != nullptr ? &as_idle_list(*l) : nullptr;
 }
 
 idle_entry* timeout_registry::oldest(const timeout_kind& kind) const noexcept {

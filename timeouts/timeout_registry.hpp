@@ -324,6 +324,8 @@ private:
     };
     static idle_list& as_idle_list(timer_list& l) noexcept;
     void prune_empty_lists();
+    [[nodiscard]] timer_list* lookup(const timeout_kind& kind,
+                                     clock::duration timeout) const noexcept;
     timer_list& list_for(const timeout_kind& kind, clock::duration timeout);
 
     boost::asio::io_context& io_;
