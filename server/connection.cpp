@@ -111,7 +111,7 @@ std::string_view connection::peer() noexcept {
     // routes hold no address. The text goes with the buffers when the connection is idle; an
     // IPv4 address stays in 4 bytes of the object, so a proxied keep-alive connection makes the
     // system call once, not once per request (IPv6: once per busy spell).
-    if (io_ && io_->peer) return io_->peer.get();
+    if (io_ && io_->peer[0] != '\0') return io_->peer;
     sockaddr_storage a{};
     const void* addr = nullptr;
     if (peer_v4_ != 0) {
@@ -129,18 +129,17 @@ std::string_view connection::peer() noexcept {
         }
     }
     if (addr == nullptr) return {};
-    std::unique_ptr<char[]>* peer = nullptr;
+    char* peer = nullptr;
     try {
-        peer = &io().peer;
-        *peer = std::make_unique<char[]>(INET6_ADDRSTRLEN);
+        peer = io().peer;
     } catch (...) {
         return {};
     }
-    if (::inet_ntop(a.ss_family, addr, peer->get(), INET6_ADDRSTRLEN) == nullptr) {
-        peer->reset();
+    if (::inet_ntop(a.ss_family, addr, peer, INET6_ADDRSTRLEN) == nullptr) {
+        peer[0] = '\0';
         return {};
     }
-    return peer->get();
+    return peer;
 }
 
 void connection::wake() noexcept {
@@ -472,7 +471,7 @@ void connection::retire_idle() noexcept {
     session_.retire();
     if (phase_ != conn_phase::keep_alive || !idle_.enrolled()) return;
     try {
-        ctx_.registry.enroll(idle_, client_kinds::retired, ctx_.settings.keep_alive);
+        enter(conn_phase::keep_alive, false); // kind_for() now says retired: it moves lists
     } catch (...) {
         // Out of memory for the retired list: it stays where it was, retired all the same.
     }
@@ -582,7 +581,7 @@ void connection::release_buffers() noexcept {
     }
     io_state& io = *io_;
     if (io.in_len != 0 || io.out_off != 0 || !io.out.empty()) return; // still busy
-    io.peer.reset();
+    io.peer[0] = '\0';
     // A buffer grown for one long header gives the memory back; the next request starts small.
     if (io.in.size() != initial_in_bytes) std::string().swap(io.in);
     try {

@@ -11,6 +11,8 @@
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/smart_ptr/intrusive_ref_counter.hpp>
 
+#include <netinet/in.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -25,9 +27,9 @@ using connection_ptr = boost::intrusive_ptr<connection>;
 /// free list when bytes arrive, given back when the connection goes idle, so that an idle
 /// keep-alive connection is the connection object alone.
 struct io_state {
-    std::string in;               ///< request bytes: in_len of them, from the start
-    std::string out;              ///< queued responses, written from out_off
-    std::unique_ptr<char[]> peer; ///< the client's address as text, once a handler asked
+    std::string in;                   ///< request bytes: in_len of them, from the start
+    std::string out;                  ///< queued responses, written from out_off
+    char peer[INET6_ADDRSTRLEN] = {}; ///< the client's address as text, once asked; "" before
     timeouts::clock::time_point phase_start{}; ///< when a phase with a total began
     std::uint32_t in_len = 0;
     std::uint32_t out_off = 0;

@@ -41,11 +41,11 @@ bool pressure::relieve() noexcept {
     const auto quiet = now - settings_.min_quiet;
     connection* oldest = nullptr;
     const auto consider = [&](const timeouts::timeout_kind& kind, timeouts::clock::time_point since,
-                              bool unless_asked) {
+                              bool spare_if_input) {
         timeouts::idle_entry* e = registry_.oldest(kind);
         if (e == nullptr || e->idle_start() > since) return;
         connection& c = connection::from(*e);
-        if (unless_asked && c.input_waiting()) return;
+        if (spare_if_input && c.input_waiting()) return;
         if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
     };
     consider(client_kinds::keep_alive, quiet, true);
