@@ -259,6 +259,27 @@ TEST_F(ProxyBackendTest, AClientThatHalfClosesAfterItsRequestGetsTheAnswer) {
     }
 }
 
+// Half-closed and waiting for its answer when a graceful stop comes: the answer still comes
+// (with Connection: close), and the stop completes once it is written.
+TEST_F(ProxyBackendTest, AHalfClosedClientWaitingThroughAGracefulStopGetsItsAnswer) {
+    start_with({});
+    backend->hold_until = 1'000'000;
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+    c.shutdown_write();
+    ASSERT_TRUE(eventually([&] { return backend->requests == 1; }));
+    srv->stop();
+    ASSERT_TRUE(eventually([&] { return !test_client(port).connected(); })); // the stop ran
+    backend->hold_until = 0;
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->has("Connection: close"));
+    EXPECT_TRUE(c.wait_closed(5s));
+    runner.join();
+    srv.reset();
+}
+
 // A half-close in the middle of a request body is an abort: no answer, and the upstream
 // connection that carried the half request is closed, never pooled.
 TEST_F(ProxyBackendTest, AClientThatHalfClosesMidBodyAborts) {
