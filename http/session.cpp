@@ -1,6 +1,7 @@
 #include "session.hpp"
 
 #include "hello_handler.hpp"
+#include "hop_by_hop.hpp"
 #include "request_error.hpp"
 
 #include <boost/beast/http/error.hpp>
@@ -74,6 +75,11 @@ void exchange::write(std::string_view bytes) {
     session& s = owner();
     if (s.head_only_ || bytes.empty()) return;
     std::string& out = s.output();
+    // A body streamed in pieces grows the queue to the bound once (and the connection frees it
+    // when it goes quiet), rather than doubling past it: a slow client costs the bound.
+    const std::size_t need = out.size() + bytes.size() + 32; // and chunk framing
+    if (need > out.capacity() && need > (16 << 10))
+        out.reserve(std::max(need, s.settings_->max_queued_bytes + 64));
     if (s.chunked_) {
         char digits[16];
         const auto r = std::to_chars(digits, digits + sizeof digits, bytes.size(), 16);
@@ -98,6 +104,11 @@ void exchange::send_file(unique_fd fd, std::uint64_t offset, std::uint64_t lengt
 
 void exchange::finish() {
     session& s = owner();
+    if (s.tunneling()) {
+        // The tunnel is over: both sides are done (or one failed). The connection closes.
+        s.body_done_ = true;
+        s.closing_ = true;
+    }
     ++s.requests_;
     if (s.chunked_) s.output().append("0\r\n\r\n");
     s.chunked_ = false;
@@ -149,6 +160,47 @@ void exchange::abort() {
     s.set_deferred(nullptr);
     s.finish_request();
     if (s.run_ == nullptr && s.transport_ != nullptr) s.transport_->wake();
+}
+
+std::string_view exchange::upgrade_asked() const noexcept {
+    const session& s = owner();
+    const request_head& req = s.state_->head;
+    // A request with a body cannot switch: where its body ends and the new protocol starts
+    // would be the proxy's guess.
+    if (req.method != bh::verb::get || req.version != 11 || !s.state_->parser->is_done()) return {};
+    const std::string_view value = find_field(req.header, "Upgrade");
+    if (value.empty() || !listed_in(find_field(req.header, "Connection"), "upgrade")) return {};
+    return value;
+}
+
+void exchange::upgrade(response_head head) {
+    session& s = owner();
+    std::string fields(head.extra_fields);
+    fields.append("Connection: upgrade\r\n");
+    head.status = 101;
+    head.extra_fields = fields;
+    head.close = head.keep_alive_field = head.chunked = false;
+    head.keep_alive_timeout_s = 0;
+    head.length_unknown = true; // no framing: the bytes that follow are the new protocol's
+    s.state_->mode = session::tunnel::open;
+    s.responding_ = true;
+    s.head_only_ = s.chunked_ = false;
+    // From now on the client's bytes are the tunnel's: its stream ends when the client
+    // half-closes (input_ended), not with the request's (empty) body.
+    s.body_done_ = s.body_paused_ = false;
+    if (s.run_ != nullptr) {
+        s.emit(s.run_->out, head, s.run_->date);
+        return;
+    }
+    s.emit(s.output(), head, s.transport_->date());
+    s.transport_->wake();
+}
+
+void exchange::shutdown_output() {
+    session& s = owner();
+    if (s.state_->mode != session::tunnel::open) return;
+    s.state_->mode = session::tunnel::shut_asked;
+    if (s.run_ == nullptr) s.transport_->wake();
 }
 
 void exchange::resume_body() {
@@ -230,8 +282,26 @@ void session::abort() noexcept {
     d->on_abort();
 }
 
+bool session::input_ended() {
+    if (!tunneling() || body_done_) return false;
+    body_done_ = true;
+    if (deferred* d = deferred_answer()) d->on_body_end();
+    return true;
+}
+
+std::size_t session::tunnel_in(const char* data, std::size_t size) {
+    // No HTTP here any more: the bytes go to the tunnel as they are, whatever the output holds
+    // (the two directions do not wait for each other).
+    deferred* d = deferred_answer();
+    if (d == nullptr || body_paused_ || body_done_ || size == 0) return 0;
+    const std::size_t taken = d->on_body(std::string_view(data, size));
+    if (taken < size) body_paused_ = true;
+    return taken;
+}
+
 std::size_t session::consume(const char* data, std::size_t size, std::string& out,
                              std::string_view date, exchange_log* log) {
+    if (tunneling()) return tunnel_in(data, size);
     std::size_t used = 0;
     consume_run run{out, date, log};
     run_ = &run;

@@ -109,6 +109,21 @@ public:
     /// connection closes once what is queued is written. The exchange is gone afterwards.
     void abort();
 
+    /// Whether the client asked to switch protocols: a GET with an Upgrade field that its
+    /// Connection field names (RFC 9110 7.8). The Upgrade value, or empty.
+    [[nodiscard]] std::string_view upgrade_asked() const noexcept;
+    /// Switches the connection to a tunnel (a 101 answer: RFC 9110 15.2.2). The session writes
+    /// the 101 head with `head.extra_fields` (which must carry the Upgrade field) and
+    /// `Connection: upgrade`, then stops speaking HTTP on this connection: write() appends bytes
+    /// as they are, the client's bytes go to deferred::on_body() as they arrive (fewer taken
+    /// pauses them), and deferred::on_body_end() says the client half-closed. shutdown_output()
+    /// passes the other side's half-close on; finish() (or abort()) ends the tunnel and closes
+    /// the connection.
+    void upgrade(response_head head);
+    /// In a tunnel: once what is queued is written, the client's side of the connection is
+    /// shut for writing (it still sends).
+    void shutdown_output();
+
 private:
     friend class session;
     exchange() = default;
@@ -169,6 +184,7 @@ public:
 
     [[nodiscard]] phase current_phase() const noexcept {
         if (!state_ || !state_->parser) return phase::idle;
+        if (state_->mode != tunnel::none) return phase::waiting; // until the tunnel ends
         if (!state_->parser->is_header_done()) return phase::headers;
         if (!state_->parser->is_done()) return phase::body;
         return finished_ ? phase::idle : phase::waiting;
@@ -194,10 +210,30 @@ public:
     /// Frees the request states and file bodies this thread keeps for reuse (recycler::release).
     static void release_kept() noexcept;
 
+    /// The connection is a tunnel (see exchange::upgrade): no more HTTP on it.
+    [[nodiscard]] bool tunneling() const noexcept { return state_ && state_->mode != tunnel::none; }
+    /// In a tunnel, the client half-closed and every byte it sent was taken: the answer hears
+    /// of it (deferred::on_body_end). True the first time, when it was told.
+    bool input_ended();
+    /// In a tunnel whose other side half-closed: true once, when the connection should shut its
+    /// writing side (after writing what is queued).
+    [[nodiscard]] bool take_output_shutdown() noexcept {
+        if (!state_ || state_->mode != tunnel::shut_asked) return false;
+        state_->mode = tunnel::shut;
+        return true;
+    }
+
 private:
     friend class exchange;
+    enum class tunnel : std::uint8_t {
+        none,       ///< HTTP
+        open,       ///< switched protocols: bytes both ways
+        shut_asked, ///< the other side half-closed: shut ours once the output is written
+        shut,       ///< our writing side is shut
+    };
     struct request_state final : request_body_sink {
         request_head head;
+        tunnel mode = tunnel::none; ///< a tunnel after a 101
         std::optional<request_parser> parser;
         std::shared_ptr<handler> held; ///< the route's handler, while an answer is deferred
         deferred* answer = nullptr;    ///< the handler's state while it answers later
@@ -222,6 +258,7 @@ private:
     [[nodiscard]] exchange& as_exchange() noexcept { return *this; }
 
     void dispatch();
+    std::size_t tunnel_in(const char* data, std::size_t size);
     void start_response(response_head& head);
     void finish_request() noexcept;
     void end_response() noexcept;

@@ -652,6 +652,10 @@ void apply_routes(config& c, const setting_value& v) {
             throw located_error(table.get("cache_control")->source().begin.line,
                                 name + ".cache_control: only a docroot route sends Cache-Control");
         }
+        if (table.contains("upgrade") && route.what != route_config::kind::proxy) {
+            throw located_error(table.get("upgrade")->source().begin.line,
+                                name + ".upgrade: only an upstream route passes upgrades on");
+        }
         for (std::size_t j = 0; j < routes.size(); ++j) {
             if (routes[j].prefix == route.prefix) {
                 throw located_error(table.get("prefix")->source().begin.line,
@@ -884,6 +888,12 @@ constexpr std::array route_rows{
                       if (text != "hello") fail(v.what(), "expected \"hello\", got " + quote(text));
                       r.what = route_config::kind::hello;
                   }},
+    route_setting{"upgrade", "", "BOOL",
+                  "Only with upstream: pass a request to switch protocols (Upgrade, such as "
+                  "WebSocket) on, and tunnel the connection after the server's 101. false: the "
+                  "request goes up as an ordinary one, without its Upgrade field.",
+                  "true", false, false,
+                  [](route_config& r, const setting_value& v) { r.upgrade = read_bool(v, true); }},
     route_setting{"cache_control", "", "STRING",
                   "Only with docroot: sent as the Cache-Control field of every file. Unset: "
                   "none.",
@@ -967,6 +977,11 @@ constexpr std::array upstream_rows{
                      "A server that refused a connection or timed out is skipped this long.",
                      R"("10s")", false, false,
                      apply_upstream_timeout<&upstream_config::fail_timeout>},
+    upstream_setting{"tunnel_idle_timeout", "", "DUR",
+                     "An upgrade tunnel (WebSocket) with no byte either way for this long is "
+                     "closed, both sides (HAProxy's timeout tunnel).",
+                     R"("1h")", false, false,
+                     apply_upstream_timeout<&upstream_config::tunnel_idle_timeout>},
 };
 
 // Checks that need the whole configuration. `line_of(route, key)` gives the line of a route's key

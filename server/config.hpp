@@ -43,10 +43,11 @@ struct upstream_config {
     std::size_t max_idle = 1024; ///< cap on idle pooled connections per server per worker; 0: none
     duration idle_timeout = 60s; ///< idle pooled connection closed (upstream Keep-Alive may cut it)
     duration connect_timeout = 5s;
-    duration send_timeout = 60s;     ///< gap between writes of the request to the upstream
-    duration response_timeout = 60s; ///< end of the request to the first byte of the response
-    duration read_timeout = 60s;     ///< gap between reads of the response body
-    duration fail_timeout = 10s;     ///< a server that refused or timed out is skipped this long
+    duration send_timeout = 60s;       ///< gap between writes of the request to the upstream
+    duration response_timeout = 60s;   ///< end of the request to the first byte of the response
+    duration read_timeout = 60s;       ///< gap between reads of the response body
+    duration fail_timeout = 10s;       ///< a server that refused or timed out is skipped this long
+    duration tunnel_idle_timeout = 1h; ///< an upgrade tunnel with no byte either way
     friend bool operator==(const upstream_config&, const upstream_config&) = default;
 };
 
@@ -59,6 +60,7 @@ struct route_config {
     std::filesystem::path docroot; ///< kind::files
     std::string upstream;          ///< kind::proxy: an upstream_config::name
     std::string cache_control;     ///< kind::files: sent as Cache-Control when not empty
+    bool upgrade = true;           ///< kind::proxy: pass requests to switch protocols on
     friend bool operator==(const route_config&, const route_config&) = default;
 };
 

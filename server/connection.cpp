@@ -34,6 +34,10 @@ constexpr std::size_t initial_in_bytes = 1024;
 /// Bytes of a file body sent in one pass before yielding to the worker's other connections: on
 /// loopback a fresh socket accepts megabytes, and sending them all at once stalls everyone else.
 constexpr std::uint64_t file_bytes_per_pass = 1 << 20;
+/// The most a tunnel's read buffer grows to during a burst.
+constexpr std::size_t tunnel_in_bytes = 64 << 10;
+/// An output buffer larger than this is freed, not kept, when the connection goes quiet.
+constexpr std::size_t kept_out_bytes = 16 << 10;
 
 /// A steady-clock reading in milliseconds, modulo 2^32: differences stay right for 49 days.
 std::uint32_t clock_ms(timeouts::clock::time_point t) noexcept {
@@ -232,6 +236,7 @@ void connection::drive(bool fresh) {
             fresh = true;
             continue;
         }
+        if (session_.take_output_shutdown()) ::shutdown(fd_, SHUT_WR); // a tunnel's half-close
         if (woken_) continue;
         if (session_.has_file()) {
             if (!send_file()) return;
@@ -243,6 +248,8 @@ void connection::drive(bool fresh) {
             if (closed_) return;
         }
         if (peer_eof_) {
+            // A tunnel passes the half-close on once every byte before it was taken.
+            if (in_len() == 0 && session_.input_ended()) continue;
             // RFC 9112, 9.6: a client may half-close once its request is sent. A request read
             // whole that a handler is still answering gets its answer (with Connection: close),
             // then the connection closes; a request cut short (in its header or body) is an
@@ -297,6 +304,11 @@ bool connection::read_some() {
         const ssize_t n = ::recv(fd_, io.in.data() + io.in_len, space, 0);
         if (n > 0) {
             io.in_len += static_cast<std::uint32_t>(n);
+            // A tunnel's bytes are taken as they come: one that fills the buffer is a burst, and
+            // the next read gets twice the room (given back when the tunnel goes quiet).
+            if (static_cast<std::size_t>(n) == space && session_.tunneling() &&
+                io.in.size() < tunnel_in_bytes)
+                io.in.resize(io.in.size() * 2);
             // A short read emptied the socket: the next bytes raise a new edge (unless the
             // peer hung up, which raises none: then read on until recv says so).
             if (static_cast<std::size_t>(n) < space && !hung_up_) readable_ = false;
@@ -416,6 +428,7 @@ void connection::wait(bool writable) {
     } else if (session_.body_paused() ||
                session_.current_phase() == http::session::phase::waiting) {
         enter(conn_phase::waiting, false); // the handler has it: its own timeouts bound it
+        if (session_.tunneling()) release_buffers(); // a quiet tunnel holds no buffer
     } else if (session_.current_phase() == http::session::phase::body) {
         enter(session_.discarding() ? conn_phase::discard : conn_phase::body, true);
     } else if (in_len() != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
@@ -582,8 +595,11 @@ void connection::release_buffers() noexcept {
     io_state& io = *io_;
     if (io.in_len != 0 || io.out_off != 0 || !io.out.empty()) return; // still busy
     io.peer[0] = '\0';
-    // A buffer grown for one long header gives the memory back; the next request starts small.
+    // A buffer grown for one long header (or a burst) gives the memory back; the next request
+    // starts small. So does an output buffer a large response grew, or the free list would
+    // pin it.
     if (io.in.size() != initial_in_bytes) std::string().swap(io.in);
+    if (io.out.capacity() > kept_out_bytes) std::string().swap(io.out);
     try {
         io_states::give(std::move(io_));
     } catch (...) {

@@ -40,6 +40,7 @@ upstream::upstream_settings settings_of(const upstream_config& u, const config& 
     s.response_timeout = u.response_timeout;
     s.read_timeout = u.read_timeout;
     s.fail_timeout = u.fail_timeout;
+    s.tunnel_idle_timeout = u.tunnel_idle_timeout;
     s.trust_forwarded = cfg.trust_forwarded;
     return s;
 }
@@ -75,7 +76,7 @@ constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
              group = std::make_shared<upstream::upstream_group>(ctx.io, ctx.registry,
                                                                 settings_of(*u, cfg));
          }
-         return std::make_shared<upstream::proxy_handler>(group);
+         return std::make_shared<upstream::proxy_handler>(group, r.upgrade);
      }},
 }};
 

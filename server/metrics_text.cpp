@@ -23,26 +23,39 @@ template <class F> std::int64_t sum(const std::vector<worker*>& ws, F f) {
     return n;
 }
 
+} // namespace
+
+upstream_sample& upstream_sample::operator+=(const upstream_sample& u) noexcept {
+    const auto add = [](auto& to, const auto& from) {
+        for (std::size_t i = 0; i < to.size(); ++i)
+            to[i] += from[i];
+    };
+    idle += u.idle;
+    busy += u.busy;
+    opened += u.opened;
+    reused += u.reused;
+    requests += u.requests;
+    retries += u.retries;
+    add(errors, u.errors);
+    add(closes, u.closes);
+    add(response_buckets, u.response_buckets);
+    response_us_sum += u.response_us_sum;
+    tunnels += u.tunnels;
+    tunnel_bytes_up += u.tunnel_bytes_up;
+    tunnel_bytes_down += u.tunnel_bytes_down;
+    add(tunnel_closes, u.tunnel_closes);
+    return *this;
+}
+
+namespace {
+
 /// Upstream pools (the proxy), summed over workers, by server. Counters of routes a reload
 /// replaced are not carried over: they restart with the new pools.
 void render_upstreams(std::string& out, const std::vector<worker_snapshot>& snaps) {
     std::map<std::string, upstream_sample> all;
     for (const auto& s : snaps) {
         for (const auto& [name, u] : s.upstreams) {
-            upstream_sample& t = all[name];
-            t.idle += u.idle;
-            t.busy += u.busy;
-            t.opened += u.opened;
-            t.reused += u.reused;
-            t.requests += u.requests;
-            t.retries += u.retries;
-            for (std::size_t i = 0; i < t.errors.size(); ++i)
-                t.errors[i] += u.errors[i];
-            for (std::size_t i = 0; i < t.closes.size(); ++i)
-                t.closes[i] += u.closes[i];
-            for (std::size_t i = 0; i < t.response_buckets.size(); ++i)
-                t.response_buckets[i] += u.response_buckets[i];
-            t.response_us_sum += u.response_us_sum;
+            all[name] += u;
         }
     }
     if (all.empty()) return;
@@ -80,6 +93,26 @@ void render_upstreams(std::string& out, const std::vector<worker_snapshot>& snap
             fmt::format_to(std::back_inserter(out),
                            "tarry_upstream_closes_total{{server=\"{}\",reason=\"{}\"}} {}\n", name,
                            upstream::upstream_close_names[i], u.closes[i]);
+    family(out, "tarry_upstream_tunnels", "gauge",
+           "Upgrade tunnels (WebSocket) open through the proxy.");
+    for (const auto& [name, u] : all)
+        fmt::format_to(std::back_inserter(out), "tarry_upstream_tunnels{{server=\"{}\"}} {}\n",
+                       name, u.tunnels);
+    family(out, "tarry_upstream_tunnel_bytes_total", "counter",
+           "Bytes through upgrade tunnels, by direction.");
+    for (const auto& [name, u] : all)
+        fmt::format_to(
+            std::back_inserter(out),
+            "tarry_upstream_tunnel_bytes_total{{server=\"{0}\",direction=\"up\"}} {1}\n"
+            "tarry_upstream_tunnel_bytes_total{{server=\"{0}\",direction=\"down\"}} {2}\n",
+            name, u.tunnel_bytes_up, u.tunnel_bytes_down);
+    family(out, "tarry_upstream_tunnel_closes_total", "counter",
+           "Upgrade tunnels ended, by reason.");
+    for (const auto& [name, u] : all)
+        for (std::size_t i = 0; i < u.tunnel_closes.size(); ++i)
+            fmt::format_to(std::back_inserter(out),
+                           "tarry_upstream_tunnel_closes_total{{server=\"{}\",reason=\"{}\"}} {}\n",
+                           name, upstream::tunnel_close_names[i], u.tunnel_closes[i]);
     family(out, "tarry_upstream_response_seconds", "histogram",
            "Time from a request's start upstream to the response head.");
     constexpr auto& bounds = upstream::upstream_metrics::response_bounds_us;
@@ -137,6 +170,11 @@ worker_snapshot take_snapshot(worker& w) {
                 for (std::size_t i = 0; i < u.response_buckets.size(); ++i)
                     u.response_buckets[i] += m.response_buckets[i].get();
                 u.response_us_sum += m.response_us_sum.get();
+                u.tunnels += m.tunnels.get();
+                u.tunnel_bytes_up += m.tunnel_bytes_up.get();
+                u.tunnel_bytes_down += m.tunnel_bytes_down.get();
+                for (std::size_t i = 0; i < u.tunnel_closes.size(); ++i)
+                    u.tunnel_closes[i] += m.tunnel_closes[i].get();
             }
         }
     }

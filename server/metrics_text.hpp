@@ -32,6 +32,11 @@ struct upstream_sample {
     std::array<std::int64_t, upstream::upstream_metrics::response_bounds_us.size() + 1>
         response_buckets{};
     std::int64_t response_us_sum = 0;
+    std::int64_t tunnels = 0, tunnel_bytes_up = 0, tunnel_bytes_down = 0;
+    std::array<std::int64_t, static_cast<std::size_t>(upstream::tunnel_close::count_)>
+        tunnel_closes{};
+
+    upstream_sample& operator+=(const upstream_sample& u) noexcept;
 };
 
 /// One timeout list: its kind's name (a kind lives as long as the program), duration, length.

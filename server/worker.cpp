@@ -155,6 +155,10 @@ void worker::stop(duration drain) {
         drain_timer_.async_wait([this](const boost::system::error_code& ec) {
             if (ec) return;
             spread_.clear();
+            // Handlers first (their pools stop: a tunnel closed below counts as shutdown).
+            if (router_)
+                for (const auto& r : router_->routes())
+                    r.target->stop();
             for (auto& c : all_connections())
                 c->close(close_reason::shutdown);
         });

@@ -59,8 +59,11 @@ void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
     const http::request_head& req = ex_->request();
     idempotent_ = is_idempotent(req.method);
     head_request_ = req.method == bh::verb::head;
+    const std::string_view upgrade =
+        handler_->upgrades() ? ex_->upgrade_asked() : std::string_view{};
+    upgrade_ = !upgrade.empty();
     auto pool = handler_->group().pick();
-    build_request_head(pool ? pool->name() : std::string_view{});
+    build_request_head(pool ? pool->name() : std::string_view{}, upgrade);
     ex_->defer(*this);
     ex_->read_body(); // sends 100 Continue if the client asked: Expect is not forwarded
     if (!pool) {
@@ -72,7 +75,7 @@ void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
     use(std::move(pool));
 }
 
-void proxy_exchange::build_request_head(std::string_view server) {
+void proxy_exchange::build_request_head(std::string_view server, std::string_view upgrade) {
     const http::request_head& req = ex_->request();
     const std::string_view header = req.header;
     const bool trust = handler_->settings().trust_forwarded;
@@ -122,6 +125,12 @@ void proxy_exchange::build_request_head(std::string_view server) {
     if (!forwarded_for.empty()) append_field(head, "X-Forwarded-For", forwarded_for);
     if (!has_proto) append_field(head, "X-Forwarded-Proto", "http");
     if (!has_host && !req.host.empty()) append_field(head, "X-Forwarded-Host", req.host);
+    if (!upgrade.empty()) {
+        // The one hop-by-hop field passed on, with its Connection token: the upstream decides
+        // whether to switch (RFC 9110 7.8).
+        append_field(head, "Upgrade", upgrade);
+        head.append("Connection: upgrade\r\n");
+    }
     if (chunked) {
         chunked_up_ = true;
         head.append("Transfer-Encoding: chunked\r\n");
@@ -145,7 +154,6 @@ void proxy_exchange::append_request(std::string_view bytes) {
 
 void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
     pool_ = std::move(pool);
-    ready_ = false;
     if (auto c = fresh ? nullptr : pool_->take()) {
         conn_ = std::move(c);
         reused_ = true;
@@ -156,14 +164,13 @@ void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
     reused_ = false;
     conn_ = pool_->open();
     conn_->set_user(this);
-    connecting_ = true;
+    phase_ = phase::connecting;
     conn_->arm(upstream_kinds::connect, handler_->settings().connect_timeout);
     conn_->connect(pool_->endpoint());
 }
 
 void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept {
     const auto hold = self_; // the exchange may call on_abort() from within
-    connecting_ = false;
     if (ec) {
         pool_->metrics().error(upstream_error::connect);
         handler_->group().failed(*pool_);
@@ -180,7 +187,7 @@ void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept 
 }
 
 void proxy_exchange::connected() {
-    ready_ = true;
+    phase_ = phase::sending;
     ++conn_->uses;
     parser_.emplace(*this);
     if (head_request_) parser_->skip(true);
@@ -189,15 +196,22 @@ void proxy_exchange::connected() {
 }
 
 void proxy_exchange::pump() {
-    if (!conn_ || !ready_ || write_pending_) return;
+    if (!conn_ || phase_ == phase::connecting || write_pending_) return;
     if (!pending_.empty()) {
         writing_.swap(pending_);
         pending_.clear();
         write_pending_ = true;
         conn_->write(writing_);
-        if (body_paused_ && ex_ != nullptr && !done_) {
+        if (body_paused_ && ex_ != nullptr && phase_ != phase::answered) {
             body_paused_ = false;
             ex_->resume_body();
+        }
+    } else if (phase_ == phase::tunnel && body_end_ && !up_shut_) {
+        up_shut_ = true; // every byte the client sent is upstream: pass its half-close on
+        conn_->shutdown_send();
+        if (up_eof_) {
+            end_tunnel(tunnel_close::done);
+            return;
         }
     }
     rearm();
@@ -206,27 +220,41 @@ void proxy_exchange::pump() {
 void proxy_exchange::rearm() {
     if (!conn_) return;
     const upstream_settings& s = handler_->settings();
-    if (got_byte_) {
+    switch (phase_) {
+    case phase::tunnel:
+        conn_->arm(upstream_kinds::tunnel, s.tunnel_idle_timeout);
+        return;
+    case phase::receiving:
+    case phase::streaming:
         if (room_paused_)
             conn_->disarm(); // the client's send_timeout watches the client
         else
             conn_->arm(upstream_kinds::read, s.read_timeout);
-    } else if (write_pending_) {
-        conn_->arm(upstream_kinds::send, s.send_timeout);
-    } else if (body_end_) {
-        conn_->arm(upstream_kinds::response, s.response_timeout);
-    } else {
-        conn_->disarm(); // waiting for the client's body: its body_timeout watches it
+        return;
+    case phase::sending:
+        if (write_pending_)
+            conn_->arm(upstream_kinds::send, s.send_timeout);
+        else if (body_end_)
+            conn_->arm(upstream_kinds::response, s.response_timeout);
+        else
+            conn_->disarm(); // waiting for the client's body: its body_timeout watches it
+        return;
+    case phase::connecting:
+    case phase::answered:
+        return;
     }
 }
 
 std::size_t proxy_exchange::on_body(std::string_view bytes) {
-    if (done_) return bytes.size(); // answered already: the rest is read and dropped
+    if (phase_ == phase::answered) return bytes.size(); // the rest is read and dropped
     const std::size_t queued = pending_.size();
     const std::size_t take =
         queued >= max_pending ? 0 : std::min(bytes.size(), max_pending - queued);
     if (take != 0) {
-        if (chunked_up_) {
+        if (phase_ == phase::tunnel) {
+            pending_.append(bytes.substr(0, take));
+            pool_->metrics().tunnel_bytes_up.add(static_cast<std::int64_t>(take));
+        } else if (chunked_up_) {
             std::string frame;
             append_number(frame, take, 16);
             frame.append("\r\n");
@@ -243,12 +271,12 @@ std::size_t proxy_exchange::on_body(std::string_view bytes) {
 }
 
 void proxy_exchange::on_body_end() {
-    if (done_) {
+    if (phase_ == phase::answered) {
         release();
         return;
     }
-    if (chunked_up_) append_request("0\r\n\r\n");
     body_end_ = true;
+    if (phase_ != phase::tunnel && chunked_up_) append_request("0\r\n\r\n");
     pump();
 }
 
@@ -256,10 +284,15 @@ void proxy_exchange::on_written(const boost::system::error_code& ec) noexcept {
     const auto hold = self_; // the exchange may call on_abort() from within
     write_pending_ = false;
     if (ec) {
+        if (phase_ == phase::tunnel) {
+            end_tunnel(tunnel_close::upstream_close);
+            return;
+        }
         connection_failed(ec);
         return;
     }
     writing_.clear();
+    if (phase_ == phase::tunnel && writing_.capacity() > max_pending) std::string().swap(writing_);
     try {
         pump();
     } catch (...) {
@@ -269,6 +302,10 @@ void proxy_exchange::on_written(const boost::system::error_code& ec) noexcept {
 
 void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n) noexcept {
     const auto hold = self_; // the exchange may call on_abort() from within
+    if (phase_ == phase::tunnel) {
+        tunnel_read(ec, n);
+        return;
+    }
     if (ec) {
         if (ec == boost::asio::error::eof && parser_ && parser_->is_header_done() &&
             !parser_->is_done()) {
@@ -276,37 +313,61 @@ void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n)
             boost::system::error_code pec;
             parser_->put_eof(pec);
             if (!pec && parser_->is_done()) {
-                complete();
+                complete(true);
                 return;
             }
         }
         connection_failed(ec);
         return;
     }
-    got_byte_ = true;
+    if (phase_ == phase::sending) phase_ = phase::receiving;
     try {
-        rbuf_.append(conn_->buffer(), n);
-        if (!parse()) return;
+        std::size_t used = 0;
+        if (rbuf_.empty()) {
+            // Parsed where it was read: no copy unless a head is cut short.
+            if (!parse(conn_->buffer(), n, used)) return;
+            rbuf_.append(conn_->buffer() + used, n - used);
+        } else {
+            rbuf_.append(conn_->buffer(), n);
+            if (!parse(rbuf_.data(), rbuf_.size(), used)) return;
+            rbuf_.erase(0, used);
+        }
+        if (!parser_->is_header_done() && rbuf_.size() > response_parser::max_header_bytes) {
+            fail(502, upstream_error::malformed);
+            return;
+        }
     } catch (...) {
         fail(502, upstream_error::malformed);
         return;
     }
-    if (!conn_) return; // the client went away while we wrote to it
-    if (ex_ != nullptr && responded_ && ex_->room() < upstream_connection::read_size / 4) {
-        room_paused_ = true; // on_writable() reads on
+    read_on();
+}
+
+/// Reads the upstream on, as much as the client's output has room for, or pauses until the
+/// client drains it (on_writable).
+void proxy_exchange::read_on() {
+    if (!conn_) return;  // the client went away while we wrote to it
+    if (up_eof_) return; // a tunnel's upstream said all it will
+    const std::size_t room =
+        ex_ != nullptr && responded() ? ex_->room() : upstream_connection::read_size;
+    if (room < upstream_connection::read_size / 4) {
+        room_paused_ = true;
+        conn_->release_buffer(); // a slow client holds its output queue, not a read buffer too
+    } else if (phase_ == phase::tunnel) {
+        conn_->read(room, conn_->last_read_small());
     } else {
-        conn_->read();
+        conn_->read(room);
     }
     rearm();
 }
 
-/// Parses what rbuf_ holds. False when the exchange ended (completed or failed).
-bool proxy_exchange::parse() {
-    std::size_t used = 0;
-    while (used < rbuf_.size()) {
+/// Parses [data, data + size), setting `used` to what it took. False when the exchange ended
+/// (completed, failed, or became a tunnel).
+bool proxy_exchange::parse(const char* data, std::size_t size, std::size_t& used) {
+    while (used < size) {
         boost::system::error_code ec;
         const bool had_header = parser_->is_header_done();
-        const std::size_t n = parser_->feed(rbuf_.data() + used, rbuf_.size() - used, ec);
+        const std::size_t n = parser_->feed(data + used, size - used, ec);
         used += n;
         if (!conn_) return false; // the client went away while the body was written to it
         if (ec == bh::error::need_more) break;
@@ -316,11 +377,15 @@ bool proxy_exchange::parse() {
         }
         if (!had_header && parser_->is_header_done()) {
             const unsigned status = parser_->status();
-            if (status / 100 == 1) {
-                if (status == 101) { // no upgrade was asked: the Upgrade field is not forwarded
+            if (status == 101) {
+                if (!upgrade_) { // none was asked (or the route refuses): never switch
                     fail(502, upstream_error::malformed);
                     return false;
                 }
+                start_tunnel(data + used, size - used);
+                return false;
+            }
+            if (status / 100 == 1) {
                 parser_.emplace(*this); // 100 Continue and friends: the client gets its own
                 if (head_request_) parser_->skip(true);
                 continue;
@@ -330,16 +395,10 @@ bool proxy_exchange::parse() {
             parser_->eager(true);
         }
         if (parser_->is_done()) {
-            rbuf_.erase(0, used);
-            complete();
+            complete(used == size);
             return false;
         }
         if (n == 0) break;
-    }
-    rbuf_.erase(0, used);
-    if (!parser_->is_header_done() && rbuf_.size() > response_parser::max_header_bytes) {
-        fail(502, upstream_error::malformed);
-        return false;
     }
     return true;
 }
@@ -364,7 +423,7 @@ void proxy_exchange::on_response_head() {
     } else {
         head.length_unknown = true;
     }
-    responded_ = true;
+    phase_ = phase::streaming;
     pool_->metrics().responded(std::chrono::duration_cast<std::chrono::microseconds>(
                                    std::chrono::steady_clock::now() - started_)
                                    .count());
@@ -375,12 +434,97 @@ void proxy_exchange::on_response_body(std::string_view bytes) {
     if (ex_ != nullptr) ex_->write(bytes);
 }
 
-void proxy_exchange::complete() noexcept {
+void proxy_exchange::start_tunnel(const char* rest, std::size_t size) {
+    const std::string_view header = parser_->header();
+    const std::string_view connection = http::find_field(header, "Connection");
+    fields_.clear();
+    http::for_each_field(header, [&](std::string_view name, std::string_view value) {
+        if (boost::beast::iequals(name, "Upgrade")) {
+            append_field(fields_, name, value); // the protocol it switched to
+            return;
+        }
+        if (http::hop_by_hop(name) || http::listed_in(connection, name)) return;
+        append_field(fields_, name, value);
+    });
+    http::response_head head;
+    head.server_date = false;
+    head.extra_fields = fields_;
+    phase_ = phase::tunnel;
+    pool_->to_tunnel();
+    pool_->metrics().responded(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - started_)
+                                   .count());
+    // What belonged to the request is done with: the GET had no body, so no replay either.
+    parser_.reset();
+    std::string().swap(replay_);
+    body_end_ = false; // from now on: the client's stream
+    if (ex_ == nullptr) {
+        end_tunnel(tunnel_close::client_close);
+        return;
+    }
+    ex_->upgrade(head);
+    std::string().swap(fields_); // upgrade() copied them into the client's output
+    if (size != 0) {
+        pool_->metrics().tunnel_bytes_down.add(static_cast<std::int64_t>(size));
+        ex_->write(std::string_view(rest, size)); // the new protocol's first bytes
+    }
+    std::string().swap(rbuf_);
+    read_on();
+}
+
+void proxy_exchange::tunnel_read(const boost::system::error_code& ec, std::size_t n) noexcept {
+    if (ec == boost::asio::error::eof) {
+        // The upstream half-closed: so does the client's side, once it has every byte.
+        up_eof_ = true;
+        if (ex_ != nullptr) {
+            try {
+                ex_->shutdown_output();
+            } catch (...) {
+            }
+        }
+        if (up_shut_) end_tunnel(tunnel_close::done);
+        return;
+    }
+    if (ec) {
+        end_tunnel(tunnel_close::upstream_close);
+        return;
+    }
+    pool_->metrics().tunnel_bytes_down.add(static_cast<std::int64_t>(n));
+    try {
+        if (ex_ != nullptr) ex_->write(std::string_view(conn_->buffer(), n));
+    } catch (...) {
+        end_tunnel(tunnel_close::client_close);
+        return;
+    }
+    read_on();
+}
+
+void proxy_exchange::end_tunnel(tunnel_close why) noexcept {
+    if (conn_) {
+        pool_->end_tunnel(*conn_, why);
+        conn_.reset();
+    }
+    phase_ = phase::answered;
+    if (ex_ != nullptr) {
+        http::exchange* e = ex_;
+        ex_ = nullptr;
+        try {
+            if (why == tunnel_close::done)
+                e->finish(); // both sides closed cleanly: so does the connection
+            else
+                e->abort();
+        } catch (...) {
+        }
+    }
+    release();
+}
+
+void proxy_exchange::complete(bool clean) noexcept {
     const upstream_settings& s = handler_->settings();
     // Reusable only when both directions ended cleanly: the whole request went out and the
-    // whole response came back, on a connection the upstream keeps open.
-    const bool reusable = conn_ && parser_->keep_alive() && body_end_ && !write_pending_ &&
-                          pending_.empty() && rbuf_.empty() && conn_->is_open();
+    // whole response came back, with nothing after it, on a connection the upstream keeps open.
+    const bool reusable = conn_ && clean && parser_->keep_alive() && body_end_ && !write_pending_ &&
+                          pending_.empty() && conn_->is_open();
     if (reusable) {
         auto keep = s.idle_timeout;
         bool hinted = false;
@@ -406,7 +550,7 @@ void proxy_exchange::complete() noexcept {
     } else if (conn_) {
         drop_connection(upstream_close::upstream_close);
     }
-    done_ = true;
+    phase_ = phase::answered;
     if (ex_ != nullptr) {
         http::exchange* e = ex_;
         if (body_end_) ex_ = nullptr;
@@ -421,7 +565,7 @@ void proxy_exchange::complete() noexcept {
 void proxy_exchange::connection_failed(const boost::system::error_code& ec) noexcept {
     // A reused connection that died before any byte of the response came back: the upstream
     // closed it as we sent (the keep-alive race). Replay once, if that is safe.
-    if (reused_ && !got_byte_ && !retried_ && idempotent_ && replayable_ &&
+    if (reused_ && phase_ == phase::sending && !retried_ && idempotent_ && replayable_ &&
         ec != boost::asio::error::operation_aborted) {
         retried_ = true;
         pool_->metrics().retries.add();
@@ -442,7 +586,11 @@ void proxy_exchange::connection_failed(const boost::system::error_code& ec) noex
 
 void proxy_exchange::on_timeout() noexcept {
     const auto hold = self_; // the exchange may call on_abort() from within
-    if (connecting_) handler_->group().failed(*pool_);
+    if (phase_ == phase::tunnel) {
+        end_tunnel(tunnel_close::idle_timeout);
+        return;
+    }
+    if (phase_ == phase::connecting) handler_->group().failed(*pool_);
     fail(504, upstream_error::timeout);
 }
 
@@ -453,20 +601,20 @@ void proxy_exchange::fail(unsigned status, upstream_error kind) noexcept {
         release();
         return;
     }
-    if (!responded_) {
+    if (!responded()) {
         answer_error(status);
         return;
     }
     // The client has part of the response: only closing its connection tells it.
     http::exchange* e = ex_;
     ex_ = nullptr;
-    done_ = true;
+    phase_ = phase::answered;
     e->abort();
     release();
 }
 
 void proxy_exchange::answer_error(unsigned status) noexcept {
-    done_ = true;
+    phase_ = phase::answered;
     if (ex_ != nullptr) {
         http::exchange* e = ex_;
         if (body_end_) ex_ = nullptr;
@@ -480,21 +628,27 @@ void proxy_exchange::answer_error(unsigned status) noexcept {
 
 void proxy_exchange::drop_connection(upstream_close why) noexcept {
     if (!conn_) return;
-    pool_->discard(*conn_, why);
+    if (phase_ == phase::tunnel) {
+        pool_->end_tunnel(*conn_, tunnel_close::client_close);
+    } else {
+        pool_->discard(*conn_, why);
+    }
     conn_.reset();
-    ready_ = false;
 }
 
 void proxy_exchange::on_writable() noexcept {
     const auto hold = self_; // the exchange may call on_abort() from within
     if (!room_paused_ || !conn_) return;
     room_paused_ = false;
-    conn_->read();
-    rearm();
+    read_on();
 }
 
 void proxy_exchange::on_abort() noexcept {
     ex_ = nullptr;
+    if (phase_ == phase::tunnel) {
+        end_tunnel(pool_->stopped() ? tunnel_close::shutdown : tunnel_close::client_close);
+        return;
+    }
     drop_connection(upstream_close::error); // never pool a half-used connection
     release();
 }

@@ -6,8 +6,8 @@
 
 namespace tarry::upstream {
 
-proxy_handler::proxy_handler(std::shared_ptr<upstream_group> group) noexcept
-    : group_(std::move(group)) {}
+proxy_handler::proxy_handler(std::shared_ptr<upstream_group> group, bool upgrades) noexcept
+    : group_(std::move(group)), upgrades_(upgrades) {}
 
 void proxy_handler::on_request(http::exchange& ex) {
     auto p = std::make_shared<proxy_exchange>(shared_from_this(), ex);

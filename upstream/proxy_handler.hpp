@@ -26,19 +26,23 @@ class proxy_handler final : public http::handler,
                             public std::enable_shared_from_this<proxy_handler> {
 public:
     /// A handler for the routes of `group` (one per upstream and worker, shared by its routes).
-    explicit proxy_handler(std::shared_ptr<upstream_group> group) noexcept;
+    /// `upgrades`: whether a client's request to switch protocols (WebSocket) is passed on;
+    /// refused, the request goes upstream as an ordinary one, without its Upgrade field.
+    explicit proxy_handler(std::shared_ptr<upstream_group> group, bool upgrades = true) noexcept;
 
     void on_request(http::exchange& ex) override;
     void stop() noexcept override;
 
     [[nodiscard]] upstream_group& group() const noexcept { return *group_; }
     [[nodiscard]] const upstream_settings& settings() const noexcept { return group_->settings(); }
+    [[nodiscard]] bool upgrades() const noexcept { return upgrades_; }
     [[nodiscard]] const std::vector<std::shared_ptr<upstream_pool>>& pools() const noexcept {
         return group_->pools();
     }
 
 private:
     std::shared_ptr<upstream_group> group_;
+    bool upgrades_;
 };
 
 /// One worker's proxy handler with a group of its own (throws std::invalid_argument on a bad

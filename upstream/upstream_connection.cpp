@@ -7,6 +7,8 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <algorithm>
+
 namespace tarry::upstream {
 namespace {
 
@@ -36,11 +38,30 @@ void upstream_connection::write(std::string_view bytes) {
         });
 }
 
-void upstream_connection::read() {
+void upstream_connection::read(std::size_t most, bool small) {
     // Just taken from the pool, its idle read is still pending: it is this read.
     if (reading_ || !sock_.is_open()) return;
+    if (small) {
+        release_buffer();
+        start_read(idle_buf_.data(), std::min(most, idle_buf_.size()));
+        return;
+    }
     if (!buf_) buf_ = read_buffers::take();
-    start_read(buf_->bytes.data(), read_size);
+    start_read(buf_->bytes.data(), std::min(most, read_size));
+}
+
+void upstream_connection::release_buffer() noexcept {
+    if (!buf_ || reading_) return;
+    try {
+        read_buffers::give(std::move(buf_));
+    } catch (...) {
+        buf_.reset();
+    }
+}
+
+void upstream_connection::shutdown_send() noexcept {
+    boost::system::error_code ignored;
+    sock_.shutdown(socket_type::shutdown_send, ignored);
 }
 
 void upstream_connection::start_read(char* into, std::size_t size) {
@@ -50,6 +71,7 @@ void upstream_connection::start_read(char* into, std::size_t size) {
         boost::asio::buffer(into, size),
         [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
             self->reading_ = false;
+            self->last_n_ = n;
             if (self->user_ != nullptr) {
                 self->user_->on_read(ec, n);
             } else if (ec != boost::asio::error::operation_aborted) {
@@ -61,13 +83,7 @@ void upstream_connection::start_read(char* into, std::size_t size) {
 
 void upstream_connection::watch_idle() {
     if (reading_) return; // the pending read tells the pool
-    if (buf_) {
-        try {
-            read_buffers::give(std::move(buf_));
-        } catch (...) {
-            buf_.reset();
-        }
-    }
+    release_buffer();
     // A read stays pending while idle, into the small buffer the object carries: an upstream
     // close is seen at once, and when the connection is taken the same read receives the
     // start of the response (no cancel, no new operation, no speculative recv).

@@ -65,8 +65,14 @@ public:
     void connect(const endpoint_type& to);
     /// Writes all of `bytes`, which must stay alive until on_written.
     void write(std::string_view bytes);
-    /// Reads up to read_size bytes into buffer(); no effect if a read is pending already.
-    void read();
+    /// Reads up to `most` bytes (at most read_size) into buffer(); no effect if a read is
+    /// pending already. `small`: into the connection's own 1 KiB buffer, the 64 KiB one given
+    /// back (a quiet tunnel).
+    void read(std::size_t most = read_size, bool small = false);
+    /// Gives the 64 KiB buffer back while no read is pending (a paused response).
+    void release_buffer() noexcept;
+    /// Shuts the writing side (a tunnel passes the client's half-close on).
+    void shutdown_send() noexcept;
 
     /// Enrolls the timeout entry in (`kind`, `d`), what it waits for now, or touches it if it
     /// is there already.
@@ -82,6 +88,8 @@ public:
 
     /// The bytes of the last read.
     [[nodiscard]] const char* buffer() const noexcept { return last_; }
+    /// Whether the last read would have fit the connection's own small buffer.
+    [[nodiscard]] bool last_read_small() const noexcept { return last_n_ < idle_buf_.size(); }
 
     /// Idle in its pool: gives its 64 KiB buffer back and keeps a read pending into a small one
     /// of its own, which tells the pool if the upstream closes it; taken again, that read is the
@@ -117,6 +125,7 @@ private:
     std::unique_ptr<read_buffer> buf_; ///< while it carries a request
     const char* last_ = nullptr;       ///< where the last read went
     connection_user* user_ = nullptr;
+    std::size_t last_n_ = 0; ///< bytes of the last read
     bool reading_ = false;
     std::array<char, 1024> idle_buf_{}; ///< the read pending while idle (a response's start)
 };

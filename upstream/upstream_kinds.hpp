@@ -18,6 +18,8 @@ inline const timeout_kind connect{"upstream_connect", owner_tag<upstream_connect
 inline const timeout_kind send{"upstream_send", owner_tag<upstream_connection>};
 inline const timeout_kind response{"upstream_response", owner_tag<upstream_connection>};
 inline const timeout_kind read{"upstream_read", owner_tag<upstream_connection>};
+/// An upgrade tunnel: no byte either way for tunnel_idle_timeout closes both sides.
+inline const timeout_kind tunnel{"tunnel", owner_tag<upstream_connection>};
 /// Idle in a pool: the oldest is the first to close when descriptors run out.
 inline const timeout_kind pooled{"upstream_pooled", owner_tag<upstream_connection>};
 

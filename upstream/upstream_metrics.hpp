@@ -23,11 +23,23 @@ enum class upstream_close : std::uint8_t {
 
 enum class upstream_error : std::uint8_t { connect, reset, timeout, malformed, count_ };
 
+/// Why an upgrade tunnel ended.
+enum class tunnel_close : std::uint8_t {
+    done,           ///< both sides closed (each half-close passed on)
+    client_close,   ///< the client went away (reset, or its connection failed)
+    upstream_close, ///< the upstream reset it
+    idle_timeout,   ///< no byte either way for tunnel_idle_timeout
+    shutdown,       ///< the server stopped (at drain_timeout: a tunnel cannot be told to close)
+    count_
+};
+
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_close::count_)>
     upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint", "max_idle",
                          "error",          "pressure",     "surplus",         "shutdown"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_error::count_)>
     upstream_error_names{"connect", "reset", "timeout", "malformed"};
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(tunnel_close::count_)>
+    tunnel_close_names{"done", "client_close", "upstream_close", "idle_timeout", "shutdown"};
 
 /// Counters of one upstream server in one worker. Written by that worker only, read by any
 /// thread (/metrics): a relaxed load and store, no locked read-modify-write, as
@@ -51,6 +63,10 @@ struct upstream_metrics {
     counter retries;  ///< requests replayed after a reused connection died unanswered
     std::array<counter, static_cast<std::size_t>(upstream_error::count_)> errors;
     std::array<counter, static_cast<std::size_t>(upstream_close::count_)> closes;
+    counter tunnels;         ///< gauge: upgrade tunnels open (not counted busy)
+    counter tunnel_bytes_up; ///< client to upstream, through tunnels
+    counter tunnel_bytes_down;
+    std::array<counter, static_cast<std::size_t>(tunnel_close::count_)> tunnel_closes;
 
     /// Upper bounds of the response time histogram, in microseconds: from the request's start
     /// (a connection taken or opened) to the response head.
@@ -69,6 +85,9 @@ struct upstream_metrics {
 
     void error(upstream_error e) noexcept { errors[static_cast<std::size_t>(e)].add(); }
     void closed(upstream_close r) noexcept { closes[static_cast<std::size_t>(r)].add(); }
+    [[nodiscard]] std::int64_t tunnel_closes_of(tunnel_close r) const noexcept {
+        return tunnel_closes[static_cast<std::size_t>(r)].get();
+    }
     [[nodiscard]] std::int64_t errors_of(upstream_error e) const noexcept {
         return errors[static_cast<std::size_t>(e)].get();
     }

@@ -67,6 +67,19 @@ void upstream_pool::discard(upstream_connection& c, upstream_close why) noexcept
     metrics_.closed(why);
 }
 
+void upstream_pool::to_tunnel() noexcept {
+    --busy_;
+    metrics_.busy.add(-1);
+    metrics_.tunnels.add();
+}
+
+void upstream_pool::end_tunnel(upstream_connection& c, tunnel_close why) noexcept {
+    c.set_user(nullptr);
+    c.close();
+    metrics_.tunnels.add(-1);
+    metrics_.tunnel_closes[static_cast<std::size_t>(why)].add();
+}
+
 void upstream_pool::stop() noexcept {
     stopped_ = true;
     while (!idle_.empty())

@@ -47,8 +47,15 @@ public:
     /// A busy connection that will not be reused: closed and counted.
     void discard(upstream_connection& c, upstream_close why) noexcept;
 
+    /// A busy connection switched protocols (an upgrade tunnel): counted as a tunnel from now,
+    /// not as busy (a tunnel says nothing about how many connections requests need).
+    void to_tunnel() noexcept;
+    /// A tunnel's connection, closed and counted.
+    void end_tunnel(upstream_connection& c, tunnel_close why) noexcept;
+
     /// Closes the idle connections, and from now on every connection given back.
     void stop() noexcept;
+    [[nodiscard]] bool stopped() const noexcept { return stopped_; }
     /// Closes `c` if it is idle here, to free its descriptor (the worker finds the connection
     /// idle longest through upstream_kinds::pooled). False if it is not idle here.
     bool shed(upstream_connection& c) noexcept;

@@ -41,6 +41,8 @@ struct upstream_settings {
     duration response_timeout = std::chrono::seconds(60); ///< request sent -> first byte back
     duration read_timeout = std::chrono::seconds(60);     ///< gap between reads of the response
     duration fail_timeout = std::chrono::seconds(10); ///< a server that failed is skipped this long
+    /// An upgrade tunnel (WebSocket) with no byte either way for this long is closed.
+    duration tunnel_idle_timeout = std::chrono::hours(1);
     /// How often a pool closes half of its idle connections beyond demand (HAProxy's
     /// pool-purge-delay).
     duration purge_period = std::chrono::seconds(5);

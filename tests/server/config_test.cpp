@@ -1063,6 +1063,7 @@ TEST_F(ConfigFileTest, RoutesAndUpstreamsAreRead) {
                           "response_timeout = \"3s\"\n"
                           "read_timeout = \"4s\"\n"
                           "fail_timeout = \"5s\"\n"
+                          "tunnel_idle_timeout = \"2m\"\n"
                           "\n"
                           "[upstream.other-1_b]\n"
                           "servers = [\"[::1]:81\"]\n");
@@ -1086,6 +1087,7 @@ TEST_F(ConfigFileTest, RoutesAndUpstreamsAreRead) {
     EXPECT_EQ(app.response_timeout, 3s);
     EXPECT_EQ(app.read_timeout, 4s);
     EXPECT_EQ(app.fail_timeout, 5s);
+    EXPECT_EQ(app.tunnel_idle_timeout, 2min);
     const upstream_config& other = c.upstreams[1];
     EXPECT_EQ(other.name, "other-1_b");
     EXPECT_EQ(other.servers, (std::vector<upstream_server>{{"::1", 81, {}}}));
@@ -1129,6 +1131,10 @@ TEST_F(ConfigFileTest, RouteErrorsNameTheRouteAndTheLine) {
          "route[1].respond: expected \"hello\", got \"hi\""},
         {"[[route]]\nprefix = \"/a/\"\nrespond = \"hello\"\ncache_control = \"no-store\"\n", 4,
          "route[1].cache_control: only a docroot route sends Cache-Control"},
+        {"[[route]]\nprefix = \"/a/\"\ndocroot = \"/srv\"\nupgrade = false\n", 4,
+         "route[1].upgrade: only an upstream route passes upgrades on"},
+        {"[[route]]\nprefix = \"/a/\"\nupstream = \"app\"\nupgrade = \"no\"\n", 4,
+         "route[1].upgrade: expected true or false"},
         {"[[route]]\nprefix = \"/a/\"\ndocroot = \"/srv\"\ncache_control = \"a\\r\\nb: c\"\n", 4,
          "route[1].cache_control: only visible ASCII and spaces are allowed, got \"a\\x0d\\x0ab: "
          "c\""},
@@ -1170,6 +1176,8 @@ TEST_F(ConfigFileTest, UpstreamErrorsNameTheUpstreamAndTheLine) {
          "upstream.app.connect_timeout: must be more than zero, got \"0s\""},
         {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nfail_timeout = \"25h\"\n", 3,
          "upstream.app.fail_timeout: must be at most 24h"},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\ntunnel_idle_timeout = \"0s\"\n", 3,
+         "upstream.app.tunnel_idle_timeout: must be more than zero"},
         {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nread_timeout = 60\n", 3,
          "upstream.app.read_timeout: expected a duration such as"},
         {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\nconect_timeout = \"1s\"\n", 3,
@@ -1296,6 +1304,16 @@ TEST_F(ConfigFileTest, ExampleFileRoutesAndUpstreamsAreValidWhenUncommented) {
     const config c = load(text);
     EXPECT_FALSE(c.routes.empty());
     EXPECT_FALSE(c.upstreams.empty());
+}
+
+TEST_F(ConfigFileTest, AnUpstreamRouteMayRefuseUpgrades) {
+    const config c = load("[[route]]\nprefix = \"/ws/\"\nupstream = \"app\"\nupgrade = false\n\n"
+                          "[[route]]\nprefix = \"/\"\nupstream = \"app\"\n\n" +
+                          app_upstream);
+    ASSERT_EQ(c.routes.size(), 2U);
+    EXPECT_FALSE(c.routes[0].upgrade);
+    EXPECT_TRUE(c.routes[1].upgrade) << "upgrades pass by default";
+    EXPECT_EQ(c.upstreams.at(0).tunnel_idle_timeout, 1h);
 }
 
 } // namespace

@@ -23,7 +23,9 @@ namespace tarry::test {
 /// A Node.js backend (tests/upstream/backend.js) as a child process; killed when destroyed.
 class node_backend {
 public:
-    explicit node_backend(int keep_alive_ms = 5000, const std::string& unix_path = {}) {
+    /// `script`: the application (backend.js, or ws_backend.js for WebSocket tests).
+    explicit node_backend(int keep_alive_ms = 5000, const std::string& unix_path = {},
+                          const char* script = TARRY_BACKEND_JS) {
         int out[2];
         if (::pipe(out) != 0) return;
         pid_ = ::fork();
@@ -33,9 +35,9 @@ public:
             ::close(out[1]);
             const std::string ka = std::to_string(keep_alive_ms);
             if (unix_path.empty())
-                ::execlp("node", "node", TARRY_BACKEND_JS, ka.c_str(), static_cast<char*>(nullptr));
+                ::execlp("node", "node", script, ka.c_str(), static_cast<char*>(nullptr));
             else
-                ::execlp("node", "node", TARRY_BACKEND_JS, ka.c_str(), unix_path.c_str(),
+                ::execlp("node", "node", script, ka.c_str(), unix_path.c_str(),
                          static_cast<char*>(nullptr));
             ::_exit(127);
         }

@@ -1,0 +1,299 @@
+// Upgrade tunnels through the proxy, end to end: a real WebSocket application (the `ws` package,
+// tests/upstream/ws_backend.js) behind, a real WebSocket client (Beast's) in front.
+#include "upstream/proxy_fixture.hpp"
+
+#include <tarry/upstream/proxy_handler.hpp>
+#include <tarry/upstream/upstream_group.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <fcntl.h>
+
+namespace tarry::test {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using upstream::tunnel_close;
+
+/// A WebSocket client through the proxy, every read bounded by SO_RCVTIMEO.
+class ws_client {
+public:
+    ws_client(std::uint16_t port, const std::string& path) : ws_(io_) {
+        tcp::socket& s = ws_.next_layer();
+        s.connect({asio::ip::make_address("127.0.0.1"), port});
+        timeval t{5, 0};
+        ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+        ws_.handshake("t", path, ec_);
+    }
+    [[nodiscard]] bool open() const { return !ec_; }
+    [[nodiscard]] boost::system::error_code error() const { return ec_; }
+
+    bool send(const std::string& message, bool binary = false) {
+        ws_.binary(binary);
+        ws_.write(asio::buffer(message), ec_);
+        return !ec_;
+    }
+    std::optional<std::string> receive() {
+        beast::flat_buffer b;
+        ws_.read(b, ec_);
+        if (ec_) return std::nullopt;
+        return beast::buffers_to_string(b.data());
+    }
+    bool ping() {
+        ws_.ping({}, ec_);
+        return !ec_;
+    }
+    void close() { ws_.close(websocket::close_code::normal, ec_); }
+    websocket::stream<tcp::socket>& stream() { return ws_; }
+
+private:
+    asio::io_context io_;
+    websocket::stream<tcp::socket> ws_;
+    boost::system::error_code ec_;
+};
+
+const std::string upgrade_raw = "GET /raw HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
+                                "Connection: Upgrade\r\n\r\n";
+
+class ProxyTunnelTest : public ProxyTest {
+protected:
+    node_backend app{5000, {}, TARRY_WS_BACKEND_JS};
+
+    void SetUp() override {
+        ASSERT_TRUE(app.started()) << "node with the ws package (tests/upstream: npm ci)";
+        ups.servers = {upstream::server_address::parse("127.0.0.1:" + std::to_string(app.port()))};
+    }
+
+    std::int64_t closes(tunnel_close why) { return metrics().tunnel_closes_of(why); }
+    std::int64_t tunnels() { return metrics().tunnels.get(); }
+
+    /// The application's own count of open WebSockets.
+    int app_open() {
+        test_client c(app.port());
+        c.send("GET /stats HTTP/1.1\r\nHost: t\r\n\r\n");
+        const auto r = c.read_response();
+        if (!r) return -1;
+        const auto at = r->body.find("\"open\":");
+        return at == std::string::npos ? -1 : std::stoi(r->body.substr(at + 7));
+    }
+};
+
+TEST_F(ProxyTunnelTest, AWebSocketEchoesTextAndBinaryBothWaysThenClosesCleanly) {
+    start();
+    ws_client ws(port, "/echo");
+    ASSERT_TRUE(ws.open()) << ws.error().message();
+    EXPECT_EQ(tunnels(), 1);
+    EXPECT_EQ(metrics().busy.get(), 0) << "a tunnel is not a busy pooled connection";
+    for (int i = 0; i < 20; ++i) {
+        const std::string text = "hello " + std::to_string(i);
+        ASSERT_TRUE(ws.send(text));
+        EXPECT_EQ(ws.receive(), text);
+    }
+    std::string binary(1000, '\0');
+    for (std::size_t i = 0; i < binary.size(); ++i)
+        binary[i] = static_cast<char>(i * 7);
+    ASSERT_TRUE(ws.send(binary, true));
+    EXPECT_EQ(ws.receive(), binary);
+    EXPECT_GT(metrics().tunnel_bytes_up.get(), 1000);
+    EXPECT_GT(metrics().tunnel_bytes_down.get(), 1000);
+
+    ws.close(); // the close handshake, then the server closes, then the client
+    EXPECT_FALSE(ws.error()) << ws.error().message();
+    EXPECT_TRUE(eventually([&] { return tunnels() == 0; }));
+    EXPECT_TRUE(eventually([&] { return closes(tunnel_close::done) == 1; }));
+    EXPECT_TRUE(eventually([&] { return app_open() == 0; }));
+}
+
+TEST_F(ProxyTunnelTest, ALargeMessageCrossesBothWaysIntact) {
+    start();
+    ws_client ws(port, "/echo");
+    ASSERT_TRUE(ws.open()) << ws.error().message();
+    std::string big(8 << 20, '\0');
+    std::uint32_t x = 12345;
+    for (char& c : big) {
+        x = x * 1103515245 + 12345;
+        c = static_cast<char>(x >> 24);
+    }
+    ASSERT_TRUE(ws.send(big, true));
+    const auto back = ws.receive();
+    ASSERT_TRUE(back.has_value()) << ws.error().message();
+    EXPECT_TRUE(*back == big) << back->size();
+    EXPECT_GE(metrics().tunnel_bytes_up.get(), 8 << 20);
+    EXPECT_GE(metrics().tunnel_bytes_down.get(), 8 << 20);
+}
+
+TEST_F(ProxyTunnelTest, AnIdleTunnelIsClosedAtItsTimeoutOnBothSides) {
+    ups.tunnel_idle_timeout = 300ms;
+    start();
+    ws_client ws(port, "/echo");
+    ASSERT_TRUE(ws.open()) << ws.error().message();
+    ASSERT_TRUE(ws.send("one"));
+    EXPECT_EQ(ws.receive(), "one");
+    const auto quiet = steady::now();
+    EXPECT_FALSE(ws.receive().has_value()) << "the tunnel closes: the read fails";
+    const auto after = steady::now() - quiet;
+    EXPECT_GE(after, 290ms);
+    EXPECT_LT(after, 3s) << "closed at the timeout, not by the read's own 5 s";
+    EXPECT_TRUE(eventually([&] { return closes(tunnel_close::idle_timeout) == 1; }));
+    EXPECT_TRUE(eventually([&] { return app_open() == 0; })) << "the upstream side closes too";
+    EXPECT_EQ(tunnels(), 0);
+}
+
+TEST_F(ProxyTunnelTest, PingsKeepAQuietTunnelAliveAndABusyOneIsKept) {
+    ups.tunnel_idle_timeout = 400ms;
+    start();
+    ws_client pinged(port, "/echo");
+    ws_client busy(port, "/echo");
+    ASSERT_TRUE(pinged.open() && busy.open());
+    // Three timeouts' worth: pings (answered by the application's pongs) on one, messages on
+    // the other, each every 100 ms.
+    for (int i = 0; i < 12; ++i) {
+        ASSERT_TRUE(pinged.ping());
+        ASSERT_TRUE(busy.send("tick"));
+        ASSERT_EQ(busy.receive(), "tick");
+        std::this_thread::sleep_for(100ms);
+    }
+    bool ponged = false;
+    pinged.stream().control_callback([&](websocket::frame_type kind, beast::string_view) {
+        ponged |= kind == websocket::frame_type::pong;
+    });
+    ASSERT_TRUE(pinged.send("still here"));
+    EXPECT_EQ(pinged.receive(), "still here");
+    EXPECT_TRUE(ponged);
+    EXPECT_EQ(closes(tunnel_close::idle_timeout), 0);
+    EXPECT_EQ(tunnels(), 2);
+}
+
+TEST_F(ProxyTunnelTest, AnUpgradeRefusedByTheApplicationIsAnOrdinaryResponse) {
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /refuse HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n"
+                       "Connection: Upgrade\r\n\r\n"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 403);
+    EXPECT_EQ(r->body, "refused");
+    // Still HTTP: the next request on the connection is answered as one.
+    ASSERT_TRUE(c.send("GET /plain HTTP/1.1\r\nHost: t\r\n\r\n"));
+    const auto next = c.read_response();
+    ASSERT_TRUE(next.has_value());
+    EXPECT_EQ(next->body, "plain GET /plain upgrade=none");
+    EXPECT_EQ(tunnels(), 0);
+}
+
+TEST_F(ProxyTunnelTest, BytesAfterTheRequestAndHalfClosesPassBothWays) {
+    start();
+    test_client c(port);
+    // The first bytes of the new protocol come with the request, before the 101.
+    ASSERT_TRUE(c.send(upgrade_raw + "early,"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 101);
+    EXPECT_TRUE(r->has("Upgrade: tarry-raw")) << r->head;
+    EXPECT_TRUE(r->has("Connection: upgrade")) << r->head;
+    EXPECT_EQ(r->head.find("Content-Length"), std::string::npos) << r->head;
+    EXPECT_EQ(r->head.find("Transfer-Encoding"), std::string::npos) << r->head;
+    ASSERT_TRUE(c.send("late"));
+    // The client half-closes: the application hears the end, answers, and half-closes too.
+    ASSERT_TRUE(eventually([&] { return metrics().tunnel_bytes_down.get() >= 10; }));
+    c.shutdown_write();
+    ASSERT_TRUE(c.wait_closed(5s).has_value());
+    EXPECT_EQ(c.pending(), "early,latebye:10");
+    EXPECT_TRUE(eventually([&] { return closes(tunnel_close::done) == 1; }));
+    EXPECT_EQ(tunnels(), 0);
+}
+
+TEST_F(ProxyTunnelTest, ATunnelIsBoundedWhenTheClientSendsButDoesNotRead) {
+    start();
+    test_client c(port, 64 << 10);
+    ASSERT_TRUE(c.send(upgrade_raw));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->status, 101);
+    // The application echoes everything; this client does not read. Its sends must stall once
+    // the bounded buffers on the way are full, long before 64 MB.
+    ::fcntl(c.fd(), F_SETFL, ::fcntl(c.fd(), F_GETFL) | O_NONBLOCK);
+    const std::string chunk(64 << 10, 'z');
+    const std::int64_t rss_before = rss_kib();
+    std::size_t sent = 0;
+    const auto deadline = steady::now() + 3s;
+    while (sent < (64u << 20) && steady::now() < deadline) {
+        const ssize_t n = ::send(c.fd(), chunk.data(), chunk.size(), MSG_NOSIGNAL);
+        if (n > 0) {
+            sent += static_cast<std::size_t>(n);
+            continue;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_LT(sent, 64u << 20) << "backpressure reached the client";
+    // What the proxy holds meanwhile is a few bounded buffers (64 KiB each way), not what went
+    // through: the rest waits in the sockets.
+    EXPECT_LT(rss_kib() - rss_before, 2048) << "sent " << sent;
+    EXPECT_GT(metrics().tunnel_bytes_up.get(), 0);
+    EXPECT_EQ(tunnels(), 1);
+}
+
+TEST_F(ProxyTunnelTest, AnUpgradeOnARouteThatRefusesUpgradesGoesUpAsAnOrdinaryRequest) {
+    custom.push_back({"/", [this](server::handler_context& h) {
+                          proxy = std::make_shared<upstream::proxy_handler>(
+                              std::make_shared<upstream::upstream_group>(h.io, h.registry, ups),
+                              false);
+                          return proxy;
+                      }});
+    ServerTest::start();
+    ws_client ws(port, "/echo");
+    EXPECT_FALSE(ws.open()) << "no 101 without the Upgrade field";
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /echo HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n"
+                       "Connection: Upgrade\r\n\r\n"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "plain GET /echo upgrade=none");
+    EXPECT_EQ(tunnels(), 0);
+}
+
+TEST_F(ProxyTunnelTest, AClientThatGoesAwayClosesTheUpstreamSide) {
+    start();
+    {
+        ws_client ws(port, "/echo");
+        ASSERT_TRUE(ws.open());
+        ASSERT_TRUE(ws.send("x"));
+        ASSERT_EQ(ws.receive(), "x");
+        const linger reset{1, 0}; // a reset, not a close handshake
+        ::setsockopt(ws.stream().next_layer().native_handle(), SOL_SOCKET, SO_LINGER, &reset,
+                     sizeof reset);
+    }
+    EXPECT_TRUE(eventually([&] { return tunnels() == 0; }));
+    EXPECT_EQ(closes(tunnel_close::client_close), 1);
+    EXPECT_TRUE(eventually([&] { return app_open() == 0; }));
+}
+
+TEST_F(ProxyTunnelTest, AGracefulStopClosesOpenTunnelsAtTheDrainTimeout) {
+    cfg.drain_timeout = 300ms;
+    start();
+    ws_client ws(port, "/echo");
+    ASSERT_TRUE(ws.open());
+    ASSERT_TRUE(ws.send("x"));
+    ASSERT_EQ(ws.receive(), "x");
+    const auto asked = steady::now();
+    srv->stop();
+    EXPECT_FALSE(ws.receive().has_value());
+    const auto took = steady::now() - asked;
+    EXPECT_GE(took, 250ms) << "a tunnel is given the drain timeout";
+    EXPECT_LT(took, 3s);
+    runner.join();
+    srv.reset();
+    EXPECT_EQ(closes(tunnel_close::shutdown), 1);
+    EXPECT_TRUE(eventually([&] { return app_open() == 0; }));
+}
+
+} // namespace
+} // namespace tarry::test
