@@ -568,6 +568,7 @@ void connection::close(close_reason why) noexcept {
     timeout_registry::unenroll(idle_);
     ::close(fd_);                                  // also leaves the poller's set
     if (session_.has_file()) session_.file_done(); // its descriptor too, not when we are freed
+    const std::size_t freed = io_ ? io_->in.capacity() + io_->out.capacity() : 0;
     release_buffers();
     ctx_.date.release();
     // Counted once the descriptor is really gone, so "open" never runs ahead of the kernel.
@@ -575,7 +576,7 @@ void connection::close(close_reason why) noexcept {
     m.closed(why);
     m.phases[static_cast<std::size_t>(phase_)].add(-1);
     m.open.add(-1);
-    ctx_.on_closed(ctx_.worker);
+    ctx_.on_closed(ctx_.worker, freed);
     // Hand the accept's reference to a posted handler: the object outlives the event batch or
     // expiry round that is closing it, and goes right after. If the io_context is being torn
     // down, the handler is destroyed unrun, which frees it all the same.

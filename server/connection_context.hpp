@@ -27,7 +27,8 @@ struct connection_context {
     poller& poll;
     const worker_settings& settings; ///< replaced in place by a reload
     worker_metrics& metrics;
-    void (*on_closed)(void* worker) noexcept; ///< after a connection's descriptor is closed
+    /// After a connection's descriptor is closed; `freed`: the bytes of buffers it let go.
+    void (*on_closed)(void* worker, std::size_t freed) noexcept;
     void* worker;
 };
 

@@ -13,16 +13,20 @@ namespace {
 
 /// A peak of connections worth giving memory back after (about 1 KiB of read buffer each).
 constexpr std::size_t trim_threshold = 1024;
+/// Buffer bytes closed connections let go of that are worth a trim on their own.
+constexpr std::size_t trim_bytes = 8 << 20;
 
 } // namespace
 
-void heap_trimmer::closed(std::size_t connections) noexcept {
+void heap_trimmer::closed(std::size_t connections, std::size_t freed) noexcept {
     ++closed_since_;
+    freed_since_ += freed;
     const bool falling = peak_ == trimmed_at_;
-    if ((connections * 4 < peak_ && (peak_ >= trim_threshold || falling)) ||
-        (connections == 0 && closed_since_ >= trim_threshold)) {
+    const bool heavy = freed_since_ >= trim_bytes;
+    if ((connections * 4 < peak_ && (peak_ >= trim_threshold || falling || heavy)) ||
+        (connections == 0 && (closed_since_ >= trim_threshold || heavy))) {
         peak_ = trimmed_at_ = connections;
-        closed_since_ = 0;
+        closed_since_ = freed_since_ = 0;
         request();
     }
 }

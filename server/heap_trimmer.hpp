@@ -9,8 +9,9 @@ namespace tarry::server {
 /// Gives a worker's memory back after a flood of connections: glibc keeps freed heap at its
 /// high-water mark, so an idle server would hold what thousands of connections once used.
 ///
-/// A trim is decided on a close, rarely (a quarter of a large peak gone, and the last
-/// connection of a thousand or more gone), and cheap next to the closes that led there; then
+/// A trim is decided on a close, rarely (a quarter of a large peak gone, the last connection of
+/// a thousand or more gone, or closes that let go of many megabytes of buffers: a few hundred
+/// slow clients of a proxy hold 64 KiB each), and cheap next to the closes that led there; then
 /// down the rest of the flood's fall, at each further quarter, to the last connection: the
 /// connections that close after a trim give their request states back to the free lists (up to
 /// 256 a worker), and those, among the holes their neighbours left, pin pages the trim cannot
@@ -29,8 +30,8 @@ public:
     void opened(std::size_t connections) noexcept {
         if (connections > peak_) peak_ = connections;
     }
-    /// A connection closed; `connections` are open now.
-    void closed(std::size_t connections) noexcept;
+    /// A connection closed, letting go of `freed` bytes of buffers; `connections` are open now.
+    void closed(std::size_t connections, std::size_t freed = 0) noexcept;
 
 private:
     void request() noexcept;
@@ -40,6 +41,7 @@ private:
     std::size_t peak_ = 0;       ///< connections at the high-water mark since the last trim
     std::size_t trimmed_at_ = 0; ///< connections when the last trim was decided
     std::size_t closed_since_ = 0;
+    std::size_t freed_since_ = 0; ///< buffer bytes the closes since the last trim let go
     bool posted_ = false;
     bool again_ = false; ///< more trimming closes came while a trim was queued
 };

@@ -89,10 +89,10 @@ void worker::accept(int fd) noexcept {
     }
 }
 
-void worker::on_connection_closed(void* self) noexcept {
+void worker::on_connection_closed(void* self, std::size_t freed) noexcept {
     auto& w = *static_cast<worker*>(self);
     --w.connections_;
-    w.trimmer_.closed(w.connections_);
+    w.trimmer_.closed(w.connections_, freed);
     if (w.stopping_ && w.connections_ == 0) {
         w.finish_stop();
         return;

@@ -87,7 +87,7 @@ public:
     bool free_descriptor() noexcept override { return pressure_.free_descriptor(); }
 
 private:
-    static void on_connection_closed(void* self) noexcept;
+    static void on_connection_closed(void* self, std::size_t freed) noexcept;
     void close_spread();
     std::vector<connection_ptr> all_connections();
     void finish_stop() noexcept;

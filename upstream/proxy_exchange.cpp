@@ -191,7 +191,10 @@ void proxy_exchange::connected() {
     ++conn_->uses;
     parser_.emplace(*this);
     if (head_request_) parser_->skip(true);
-    conn_->read(); // the upstream may answer before the request is whole
+    // The upstream may answer before the request is whole. A small response fits the
+    // connection's own 1 KiB buffer (a pooled one has that read pending already): the 64 KiB
+    // one is taken only once a read fills it.
+    conn_->read(upstream_connection::read_size, true);
     pump();
 }
 
@@ -353,10 +356,8 @@ void proxy_exchange::read_on() {
     if (room < upstream_connection::read_size / 4) {
         room_paused_ = true;
         conn_->release_buffer(); // a slow client holds its output queue, not a read buffer too
-    } else if (phase_ == phase::tunnel) {
-        conn_->read(room, conn_->last_read_small());
     } else {
-        conn_->read(room);
+        conn_->read(room, conn_->last_read_small());
     }
     rearm();
 }

@@ -5,6 +5,7 @@
 #include <tarry/http/recycler.hpp>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
@@ -26,6 +27,12 @@ upstream_connection::upstream_connection(boost::asio::io_context& io,
 
 void upstream_connection::connect(const endpoint_type& to) {
     sock_.async_connect(to, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec) {
+            // A request's head and its body are two writes: Nagle would hold the second for
+            // the upstream's delayed ACK (40 ms). Not a TCP socket (unix:): nothing to set.
+            boost::system::error_code ignored;
+            self->sock_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+        }
         if (self->user_ != nullptr) self->user_->on_connected(ec);
     });
 }

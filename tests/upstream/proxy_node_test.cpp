@@ -2,6 +2,8 @@
 // and the upstream's keep-alive. Timing checks are one-sided with generous slack.
 #include "proxy_fixture.hpp"
 
+#include <malloc.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <filesystem>
@@ -155,6 +157,62 @@ TEST_F(ProxyNodeTest, SlowClientDoesNotMakeTheProxyBuffer) {
     const std::int64_t stalled = rss_kib();
     EXPECT_LT(stalled - before, 8 * 1024) << "KiB grown while the client did not read";
     EXPECT_EQ(drain_response(c.fd(), 60s), total);
+}
+
+/// Bytes the process's allocator has handed out and not had back.
+std::int64_t heap_in_use() {
+    return static_cast<std::int64_t>(::mallinfo2().uordblks + ::mallinfo2().hblkhd);
+}
+
+TEST_F(ProxyNodeTest, HundredsOfSlowReadersCostOneOutputQueueEachAndGiveItBack) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "the sanitizer's allocator keeps its own books";
+#endif
+    start_with();
+    constexpr int clients = 200;
+    const std::int64_t before = heap_in_use();
+    const std::int64_t rss_before = rss_kib();
+    std::vector<std::unique_ptr<test_client>> slow;
+    for (int i = 0; i < clients; ++i) {
+        slow.push_back(std::make_unique<test_client>(port, 4096));
+        ASSERT_TRUE(slow.back()->send("GET /big?n=8388608 HTTP/1.1\r\nHost: t\r\n\r\n"));
+    }
+    // Every response started and stalled: the client's window and the proxy's queue are full.
+    ASSERT_TRUE(eventually([&] { return metrics().requests.get() == clients; }, 10s));
+    std::this_thread::sleep_for(1500ms);
+    const std::int64_t held = heap_in_use() - before;
+    const std::int64_t rss_held = rss_kib() - rss_before;
+    EXPECT_LT(held / clients, 80'000) << "bytes per slow client (one 64 KiB output queue)";
+    std::printf("slow readers: %lld B of heap, %lld KiB resident per client\n",
+                static_cast<long long>(held / clients), static_cast<long long>(rss_held / clients));
+    slow.clear(); // they go away
+    ASSERT_TRUE(eventually([&] { return metrics().busy.get() == 0; }, 10s));
+    std::this_thread::sleep_for(200ms);
+    EXPECT_LT(heap_in_use() - before, held / 10) << "given back once they left";
+    // And from the allocator to the system (a trim after the closes): the process's resident
+    // size comes back near where it started.
+    EXPECT_LT(rss_kib() - rss_before, rss_held / 10 + 1024)
+        << "KiB still resident; " << rss_held << " KiB at the peak";
+}
+
+TEST_F(ProxyNodeTest, ABodyAfterItsHeadGoesUpWithoutWaitingForAnAck) {
+    start_with();
+    test_client c(port);
+    const int one = 1; // this client's own Nagle is not what is tested
+    ::setsockopt(c.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // On a pooled connection the head and the body are two writes: with Nagle on, the second
+    // would wait for the upstream's delayed ACK (about 40 ms each).
+    const auto start = steady::now();
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\n"));
+        std::this_thread::sleep_for(1ms); // the body in a packet of its own
+        ASSERT_TRUE(c.send("hello"));
+        const auto r = c.read_response();
+        ASSERT_TRUE(r.has_value());
+        ASSERT_EQ(r->body, "5");
+    }
+    EXPECT_LT(steady::now() - start, 600ms) << "20 uploads; with Nagle they take 800 ms or more";
+    EXPECT_EQ(metrics().opened.get(), 1);
 }
 
 TEST_F(ProxyNodeTest, Http10ClientGetsAnUnknownLengthBodyToTheClose) {
