@@ -235,7 +235,8 @@ TEST_F(ProxyTunnelTest, ATunnelIsBoundedWhenTheClientSendsButDoesNotRead) {
     EXPECT_LT(sent, 64u << 20) << "backpressure reached the client";
     // What the proxy holds meanwhile is a few bounded buffers (64 KiB each way), not what went
     // through: the rest waits in the sockets.
-    EXPECT_LT(rss_kib() - rss_before, 2048) << "sent " << sent;
+    // (8 MiB of slack for the sanitizer's allocator; without the bounds it would be all of it.)
+    EXPECT_LT(rss_kib() - rss_before, 8192) << "sent " << sent;
     EXPECT_GT(metrics().tunnel_bytes_up.get(), 0);
     EXPECT_EQ(tunnels(), 1);
 }
