@@ -230,13 +230,21 @@ void connection::drive(bool fresh) {
             }
         }
         fresh = false;
+        // A tunnel's two directions are independent: while its output waits for the client to
+        // read, it still reads what the client sends (the send timeout watches the output).
+        bool out_waiting = false;
         if (io_ && io_->out_off < io_->out.size()) {
-            if (!write_pending()) return;
-            session_.output_drained();
-            fresh = true;
-            continue;
+            if (!write_pending()) {
+                if (closed_ || !session_.tunneling()) return;
+                out_waiting = true;
+            } else {
+                session_.output_drained();
+                fresh = true;
+                continue;
+            }
         }
-        if (session_.take_output_shutdown()) ::shutdown(fd_, SHUT_WR); // a tunnel's half-close
+        if (!out_waiting && session_.take_output_shutdown())
+            ::shutdown(fd_, SHUT_WR); // a tunnel's half-close, once its output is all out
         if (woken_) continue;
         if (session_.has_file()) {
             if (!send_file()) return;
@@ -244,6 +252,7 @@ void connection::drive(bool fresh) {
             continue;
         }
         if (session_.closing() && !session_.answering()) {
+            if (out_waiting) return; // the tunnel ended: what it queued goes out first
             finish();
             if (closed_) return;
         }
@@ -256,14 +265,15 @@ void connection::drive(bool fresh) {
             // abort.
             if (session_.answering() && session_.current_phase() == http::session::phase::waiting) {
                 session_.retire();
-                wait(false); // the handler's wake() drives the rest
+                wait(out_waiting); // the handler's wake() drives the rest
                 return;
             }
+            if (out_waiting) return;
             close(session_.closing() ? close_reason::done : close_reason::client_close);
             return;
         }
         if (!readable_) {
-            wait(false);
+            if (!out_waiting) wait(false);
             return;
         }
         if (io_ && io_->in_len == io_->in.size() &&
@@ -271,7 +281,7 @@ void connection::drive(bool fresh) {
             (session_.body_paused() || session_.current_phase() == http::session::phase::waiting)) {
             // The handler holds the request and the buffer is full (a paused body, or
             // pipelined requests behind an answer still to come): read again when it is done.
-            wait(false);
+            if (!out_waiting) wait(false);
             return;
         }
         const std::size_t had = in_len();
@@ -441,7 +451,7 @@ void connection::wait(bool writable) {
         nodelay();
     }
     want_write_ = writable;
-    want_read_ = !writable;
+    want_read_ = !writable || session_.tunneling(); // a tunnel reads while its output waits
     // Phases with a total as well as a gap: the touch above read the clock.
     const timeouts::clock::duration total = ctx_.settings.total_for(phase_);
     if (total != timeouts::clock::duration::zero() && idle_.enrolled() && io_ &&

@@ -241,6 +241,50 @@ TEST_F(ProxyTunnelTest, ATunnelIsBoundedWhenTheClientSendsButDoesNotRead) {
     EXPECT_EQ(tunnels(), 1);
 }
 
+TEST_F(ProxyTunnelTest, TheTwoDirectionsFlowIndependently) {
+    start();
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /flood?n=16777216 HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
+                       "Connection: Upgrade\r\n\r\n"));
+    // The application streams 16 MB down, which this client does not read yet, while the client
+    // sends 16 MB up: the way up must stay open while the way down is full (a client that
+    // writes before it reads would otherwise wait for ever).
+    ::fcntl(c.fd(), F_SETFL, ::fcntl(c.fd(), F_GETFL) | O_NONBLOCK);
+    const std::string chunk(64 << 10, 'u');
+    std::size_t sent = 0;
+    const auto deadline = steady::now() + 10s;
+    while (sent < (16u << 20) && steady::now() < deadline) {
+        const ssize_t n =
+            ::send(c.fd(), chunk.data(), std::min(chunk.size(), (16u << 20) - sent), MSG_NOSIGNAL);
+        if (n > 0) {
+            sent += static_cast<std::size_t>(n);
+            continue;
+        }
+        pollfd p{c.fd(), POLLOUT, 0};
+        ::poll(&p, 1, 50);
+    }
+    ASSERT_EQ(sent, 16u << 20) << "the way up stalled behind the way down";
+    ::fcntl(c.fd(), F_SETFL, ::fcntl(c.fd(), F_GETFL) & ~O_NONBLOCK);
+    c.shutdown_write();
+    // Everything down, then the count of what went up, then the close.
+    std::size_t down = 0;
+    std::string tail;
+    char buf[1 << 16];
+    for (;;) {
+        pollfd p{c.fd(), POLLIN, 0};
+        if (::poll(&p, 1, 5000) <= 0) break;
+        const ssize_t n = ::recv(c.fd(), buf, sizeof buf, 0);
+        if (n <= 0) break;
+        down += static_cast<std::size_t>(n);
+        tail.append(buf, static_cast<std::size_t>(n));
+        if (tail.size() > 64) tail.erase(0, tail.size() - 64);
+    }
+    const std::string got = "got:" + std::to_string(16u << 20);
+    EXPECT_TRUE(tail.ends_with(got)) << tail;
+    EXPECT_GE(down, (16u << 20) + got.size()); // and the 101's head
+    EXPECT_TRUE(eventually([&] { return closes(tunnel_close::done) == 1; }));
+}
+
 TEST_F(ProxyTunnelTest, AnUpgradeOnARouteThatRefusesUpgradesGoesUpAsAnOrdinaryRequest) {
     custom.push_back({"/", [this](server::handler_context& h) {
                           proxy = std::make_shared<upstream::proxy_handler>(

@@ -3,6 +3,7 @@
 // serves until killed.
 //   /echo       WebSocket: every message back as it came (text or binary); pings answered by ws
 //   /refuse     an upgrade refused with 403: an ordinary response to an upgrade request
+//   /flood?n=N  Upgrade: tarry-raw: N bytes down while what comes up is counted; "got:N" at the end
 //   /raw        Upgrade: tarry-raw, by Node's own upgrade event: a byte stream echoed back; when
 //               the client half-closes, "bye:N" (N bytes received) and the server's half-close
 //   /stats      plain HTTP: {"connections":N,"upgrades":N,"open":N}
@@ -37,6 +38,32 @@ server.on('upgrade', (req, socket, head) => {
   socket.on('error', () => {});
   if (req.url === '/refuse') {
     socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 7\r\nConnection: close\r\n\r\nrefused');
+    return;
+  }
+  if (req.url.startsWith('/flood?')) {
+    // Sends n bytes down (with backpressure) while counting what comes up: the two directions
+    // independent, as a streaming application has them. After the client half-closes and the
+    // n bytes are out: "got:N" and the server's half-close.
+    let left = Number(new URL(req.url, 'http://x').searchParams.get('n'));
+    let up = head.length;
+    let ended = false;
+    const piece = Buffer.alloc(64 * 1024, 'd');
+    const finish = () => { if (ended && left === 0) socket.end(`got:${up}`); };
+    const more = () => {
+      while (left > 0) {
+        const n = Math.min(left, piece.length);
+        left -= n;
+        if (!socket.write(n === piece.length ? piece : piece.subarray(0, n))) {
+          socket.once('drain', more);
+          return;
+        }
+      }
+      finish();
+    };
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: tarry-raw\r\nConnection: Upgrade\r\n\r\n');
+    socket.on('data', (d) => { up += d.length; });
+    socket.on('end', () => { ended = true; finish(); });
+    more();
     return;
   }
   if (req.url === '/raw') {
