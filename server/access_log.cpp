@@ -3,16 +3,18 @@
 #include <boost/beast/http/verb.hpp>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <ctime>
+#include <iterator>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace tarry::server {
 namespace {
@@ -57,45 +59,102 @@ std::string escaped(std::string_view s) {
 
 } // namespace
 
-access_log::access_log(const std::filesystem::path& path) {
+namespace {
+
+int open_log(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path.string());
+    return fd;
+}
+
+/// The most a buffer holds before it is written at once.
+constexpr std::size_t buffer_bytes = 64 << 10;
+
+} // namespace
+
+access_log::access_log(const std::filesystem::path& path) : path_(path) {
     if (path == "-") {
-        logger_ = std::make_shared<spdlog::logger>(
-            "access", std::make_shared<spdlog::sinks::stdout_sink_mt>());
+        fd_ = STDOUT_FILENO;
     } else {
-        logger_ = std::make_shared<spdlog::logger>(
-            "access", std::make_shared<spdlog::sinks::basic_file_sink_mt>(path.string()));
+        fd_ = open_log(path);
+        own_fd_ = true;
     }
-    logger_->set_pattern("%v");
-    logger_->set_level(spdlog::level::info);
-    logger_->flush_on(spdlog::level::warn); // flushed by the writes' buffer, and at stop
+    buf_.reserve(buffer_bytes);
+}
+
+access_log::~access_log() {
+    flush();
+    if (own_fd_) ::close(fd_);
 }
 
 void access_log::write(int fd, const http::request_head* request, unsigned status,
                        std::uint64_t body_bytes) noexcept {
+    bool first = false;
     try {
         const std::time_t now = std::time(nullptr);
         std::tm tm{};
         gmtime_r(&now, &tm);
+        fmt::memory_buffer line;
         if (request != nullptr) {
-            logger_->info("{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"{} {} HTTP/{}.{}\" {} {}",
-                          peer_of(fd), tm,
-                          std::string_view(boost::beast::http::to_string(request->method)),
-                          escaped(request->target), request->version / 10, request->version % 10,
-                          status, body_bytes);
+            fmt::format_to(std::back_inserter(line),
+                           "{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"{} {} HTTP/{}.{}\" {} {}\n",
+                           peer_of(fd), tm,
+                           std::string_view(boost::beast::http::to_string(request->method)),
+                           escaped(request->target), request->version / 10, request->version % 10,
+                           status, body_bytes);
         } else {
-            logger_->info("{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"-\" {} {}", peer_of(fd), tm,
-                          status, body_bytes);
+            fmt::format_to(std::back_inserter(line),
+                           "{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"-\" {} {}\n", peer_of(fd), tm,
+                           status, body_bytes);
+        }
+        const std::lock_guard lock(mu_);
+        first = buf_.empty();
+        buf_.append(line.data(), line.size());
+        if (buf_.size() >= buffer_bytes) {
+            write_out();
+            first = false;
         }
     } catch (...) {
-        // a log line is never worth a connection
+        return; // a log line is never worth a connection
+    }
+    if (first && waiting_) {
+        try {
+            waiting_();
+        } catch (...) {
+            // not armed: the next 64 KiB, a reopen or the stop writes it
+        }
     }
 }
 
-void access_log::flush() noexcept {
-    try {
-        logger_->flush();
-    } catch (...) {
+void access_log::write_out() noexcept {
+    std::size_t off = 0;
+    while (off < buf_.size()) {
+        const ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break; // a full disk loses these lines, not the server
+        off += static_cast<std::size_t>(n);
     }
+    buf_.clear();
+}
+
+void access_log::flush() noexcept {
+    const std::lock_guard lock(mu_);
+    write_out();
+}
+
+bool access_log::reopen() noexcept {
+    if (!own_fd_) return true;
+    int fd = -1;
+    try {
+        fd = open_log(path_);
+    } catch (...) {
+        return false;
+    }
+    const std::lock_guard lock(mu_);
+    write_out(); // the lines before the rotation go to the old file
+    ::close(fd_);
+    fd_ = fd;
+    return true;
 }
 
 } // namespace tarry::server

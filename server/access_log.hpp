@@ -3,11 +3,10 @@
 #include <tarry/http/session.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
-
-namespace spdlog {
-class logger;
-}
+#include <mutex>
+#include <string>
 
 namespace tarry::server {
 
@@ -16,20 +15,45 @@ namespace tarry::server {
 /// The target is written with DQUOTE, backslash, control bytes and bytes >= 0x80 as \xHH, as
 /// nginx does, so no request can end the quoted field or the line and forge a log entry.
 /// Off by default. When off, a connection passes no observer to its session: the cost is one
-/// null check per read. When on, lines go through spdlog's file sink, shared by all workers.
+/// null check per read. When on, one instance is shared by all workers.
+///
+/// Lines are buffered, as nginx's `access_log ... buffer=64k flush=1s`: a write(2) when 64 KiB
+/// are waiting, and otherwise within a second of the first waiting line (on_waiting() tells the
+/// owner, who arms one timer then; nothing wakes an idle server). reopen() opens the path again
+/// (SIGUSR1 after logrotate moved the file), losing no line. Not spdlog's file sink: it cannot
+/// reopen its file, and its flush is per line or never.
 class access_log {
 public:
-    /// Opens `path` for appending ("-": standard output). Throws std::exception on failure.
+    /// Opens `path` for appending ("-": standard output). Throws std::system_error on failure.
     explicit access_log(const std::filesystem::path& path);
+    access_log(const access_log&) = delete;
+    access_log& operator=(const access_log&) = delete;
+    ~access_log();
 
     /// One response on the connection with socket `fd`.
     void write(int fd, const http::request_head* request, unsigned status,
                std::uint64_t body_bytes) noexcept;
 
+    /// Writes what is buffered.
     void flush() noexcept;
+    /// Flushes, then opens the path again (logrotate renamed the file; lines go to a new one).
+    /// False, the old file kept, if it cannot be opened.
+    bool reopen() noexcept;
+    /// Called, from the writing thread, when a line starts waiting in an empty buffer: the
+    /// owner flushes within a second. Set before the log is shared.
+    void on_waiting(std::function<void()> f) { waiting_ = std::move(f); }
+
+    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
 
 private:
-    std::shared_ptr<spdlog::logger> logger_;
+    void write_out() noexcept; ///< with mu_ held
+
+    std::filesystem::path path_;
+    std::mutex mu_;
+    std::string buf_; ///< lines not yet written
+    int fd_ = -1;
+    bool own_fd_ = false; ///< not standard output
+    std::function<void()> waiting_;
 };
 
 /// What a connection hands its session while logging: the connection's socket, for the address.

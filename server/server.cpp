@@ -30,11 +30,12 @@ std::string to_string(const boost::asio::ip::tcp::endpoint& ep) {
 
 server::server(config cfg, std::vector<std::string> args, std::vector<custom_route> custom)
     : cfg_(std::move(cfg)), args_(std::move(args)), custom_(std::move(custom)),
-      worker_count_(worker_count(cfg_)), signals_(io_, SIGINT, SIGTERM, SIGHUP) {
+      worker_count_(worker_count(cfg_)), signals_(io_, SIGINT, SIGTERM, SIGHUP), log_flush_(io_) {
+    signals_.add(SIGUSR1); // reopen the access log (logrotate's postrotate), as nginx does
     // send() is called with MSG_NOSIGNAL, but sendfile() has no such flag: a client that resets
     // while a file streams would otherwise kill the process.
     std::signal(SIGPIPE, SIG_IGN);
-    if (cfg_.access_log) access_ = std::make_shared<access_log>(*cfg_.access_log);
+    if (cfg_.access_log) access_ = open_access_log(*cfg_.access_log);
     for (unsigned i = 0; i < worker_count_; ++i) {
         workers_.push_back(std::make_unique<worker>(i, cfg_, worker_count_, access_));
         workers_.back()->set_router(build_router(cfg_, custom_, workers_.back()->handlers()));
@@ -129,6 +130,13 @@ void server::wait_signal() {
         if (ec) return;
         if (sig == SIGHUP) {
             reload();
+        } else if (sig == SIGUSR1) {
+            if (access_ && !access_->reopen())
+                spdlog::error(
+                    "SIGUSR1: cannot reopen the access log {}; still writing the old file",
+                    access_->path().string());
+            else if (access_)
+                spdlog::info("SIGUSR1: reopened the access log {}", access_->path().string());
         } else if (!stopping_) {
             spdlog::info(
                 "signal {}: stopping (drain up to {}ms)", sig,
@@ -157,6 +165,7 @@ void server::stop() {
             boost::asio::post(io_, [this] {
                 boost::system::error_code ignored;
                 signals_.cancel(ignored);
+                log_flush_.cancel(); // the log is flushed once the workers have stopped
                 if (admin_) admin_->close();
             });
         });
@@ -168,6 +177,29 @@ std::future<bool> server::request_reload() {
     auto f = done->get_future();
     boost::asio::post(io_, [this, done] { done->set_value(reload()); });
     return f;
+}
+
+std::shared_ptr<access_log> server::open_access_log(const std::filesystem::path& path) {
+    auto log = std::make_shared<access_log>(path);
+    std::weak_ptr<access_log> weak = log;
+    log->on_waiting([this, weak] {
+        boost::asio::post(io_, [this, weak] {
+            if (auto l = weak.lock()) flush_soon(std::move(l));
+        });
+    });
+    return log;
+}
+
+void server::flush_soon(std::shared_ptr<access_log> log) {
+    // One timer, armed only while lines wait: an idle server has nothing to wake for.
+    if (flush_armed_ || stopping_) return;
+    flush_armed_ = true;
+    log_flush_.expires_after(std::chrono::seconds(1));
+    log_flush_.async_wait([this, log = std::move(log)](const boost::system::error_code&) {
+        flush_armed_ = false;
+        log->flush();
+        if (access_ && access_ != log) access_->flush();
+    });
 }
 
 bool server::reload() {
@@ -194,7 +226,7 @@ bool server::reload() {
             routers.push_back(build_router(next, custom_, w->handlers()));
         added = new_listeners(next.listen, cfg_.listen);
         if (next.access_log != cfg_.access_log)
-            access = next.access_log ? std::make_shared<access_log>(*next.access_log) : nullptr;
+            access = next.access_log ? open_access_log(*next.access_log) : nullptr;
         if (next.admin_listen != cfg_.admin_listen && next.admin_listen)
             next_admin = std::make_unique<admin>(
                 io_, *next.admin_listen, [this] { return metrics(); },

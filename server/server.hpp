@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <future>
 #include <memory>
@@ -52,6 +53,9 @@ public:
 private:
     void wait_signal();
     bool reload();
+    /// The access log at `path`, its waiting lines flushed within a second by log_flush_.
+    std::shared_ptr<access_log> open_access_log(const std::filesystem::path& path);
+    void flush_soon(std::shared_ptr<access_log> log);
     void open_listeners(const std::vector<listen_address>& addrs);
     /// For each worker, bound listeners for the addresses of `wanted` not in `open` (port 0:
     /// every worker shares the port the first one got). Throws if one cannot be bound; what
@@ -65,8 +69,10 @@ private:
     std::vector<custom_route> custom_;
     unsigned worker_count_;
     std::shared_ptr<access_log> access_;
-    boost::asio::io_context io_; ///< signals and the admin endpoint
+    boost::asio::io_context io_; ///< signals, the admin endpoint, the access log's flush
     boost::asio::signal_set signals_;
+    boost::asio::steady_timer log_flush_; ///< armed while access log lines wait (at most 1 s)
+    bool flush_armed_ = false;
     std::vector<std::unique_ptr<worker>> workers_;
     std::unique_ptr<admin> admin_;
     std::vector<std::unique_ptr<admin>> old_admins_; ///< closed; their aborted accepts may run

@@ -5,10 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <sys/wait.h>
 #include <thread>
 
@@ -174,6 +178,152 @@ TEST(BinaryTest, SigtermWithARequestInFlightAnswersItAndExitsZero) {
     ASSERT_EQ(::waitpid(pid, &st, 0), pid);
     EXPECT_TRUE(WIFEXITED(st));
     EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
+/// tarry as a child process on a free port, with `args` besides --listen; stopped with SIGTERM
+/// (and waited for) when destroyed.
+class tarry_process {
+public:
+    explicit tarry_process(std::vector<std::string> args) : port_(free_port()) {
+        args.insert(args.begin(), {TARRY_BINARY, "--listen", "127.0.0.1:" + std::to_string(port_),
+                                   "--log-level", "warn"});
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            std::vector<char*> argv;
+            for (auto& a : args)
+                argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(TARRY_BINARY, argv.data());
+            ::_exit(127);
+        }
+        for (int i = 0; i < 200; ++i) { // up to 10 s to listen
+            if (test_client(port_).connected()) return;
+            std::this_thread::sleep_for(50ms);
+        }
+    }
+    tarry_process(const tarry_process&) = delete;
+    tarry_process& operator=(const tarry_process&) = delete;
+    ~tarry_process() { stop(); }
+
+    /// SIGTERM, then the exit status (-1 if it did not exit normally).
+    int stop() {
+        if (pid_ <= 0) return status_;
+        ::kill(pid_, SIGTERM);
+        int st = 0;
+        ::waitpid(pid_, &st, 0);
+        pid_ = -1;
+        status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return status_;
+    }
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+
+private:
+    std::uint16_t port_;
+    pid_t pid_ = -1;
+    int status_ = -1;
+};
+
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+TEST(BinaryTest, AnAccessLogLineIsInTheFileWithinASecondOfItsResponse) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("tarry_log_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto log = dir / "access.log";
+    tarry_process t({"--workers", "2", "--access-log", log.string()});
+    test_client c(t.port());
+    ASSERT_TRUE(c.send("GET /first HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_TRUE(c.read_response().has_value());
+    const auto answered = steady::now();
+    bool seen = false;
+    while (!seen && steady::now() - answered < 3s) {
+        seen = slurp(log).find("\"GET /first HTTP/1.1\" 200") != std::string::npos;
+        if (!seen) std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(seen) << "not in the file while the server runs";
+    EXPECT_LT(steady::now() - answered, 1500ms) << "a second's buffering, plus slack";
+    EXPECT_EQ(t.stop(), 0);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(BinaryTest, SigusrOneWithoutAnAccessLogKeepsServing) {
+    tarry_process t({"--workers", "1"});
+    ::kill(t.pid(), SIGUSR1);
+    std::this_thread::sleep_for(100ms);
+    test_client c(t.port());
+    ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
+    const auto r = c.read_response();
+    ASSERT_TRUE(r.has_value()) << "SIGUSR1 must not terminate tarry";
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(t.stop(), 0);
+}
+
+TEST(BinaryTest, LogrotateWithTheShippedFileUnderLoadLosesAndRepeatsNoLine) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("tarry_rotate_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto log = dir / "access.log";
+    tarry_process t({"--workers", "2", "--access-log", log.string()});
+    // The shipped file, pointed at this directory and at this process (systemctl kill in the
+    // package).
+    std::string conf = slurp(TARRY_LOGROTATE);
+    conf = std::regex_replace(conf, std::regex("/var/log/tarry/"), dir.string() + "/");
+    conf = std::regex_replace(conf, std::regex("systemctl kill[^\n]*"),
+                              "kill -USR1 " + std::to_string(t.pid()));
+    ASSERT_NE(conf.find("kill -USR1"), std::string::npos) << conf;
+    std::ofstream(dir / "logrotate.conf") << conf;
+
+    // Two keep-alive clients, each request with a target of its own, until told to stop.
+    std::atomic<bool> go{true};
+    std::atomic<int> answered{0};
+    std::vector<std::thread> load;
+    for (int k = 0; k < 2; ++k) {
+        load.emplace_back([&, k] {
+            auto c = std::make_unique<test_client>(t.port());
+            for (int i = 0; go; ++i) {
+                if (!c->send("GET /r/" + std::to_string(k) + "/" + std::to_string(i) +
+                             " HTTP/1.1\r\nHost: t\r\n\r\n"))
+                    return;
+                const auto r = c->read_response();
+                if (!r) return;
+                ++answered;
+                // Past max_requests the server says close: go on on a new connection.
+                if (r->has("Connection: close")) c = std::make_unique<test_client>(t.port());
+            }
+        });
+    }
+    std::this_thread::sleep_for(300ms);
+    const std::string cmd =
+        "logrotate -f -s " + (dir / "state").string() + " " + (dir / "logrotate.conf").string();
+    const int at_rotation = answered;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::this_thread::sleep_for(1500ms); // lines after the rotation, past a flush
+    EXPECT_GT(answered - at_rotation, 10) << "the load went on after the rotation";
+    go = false;
+    for (auto& th : load)
+        th.join();
+    EXPECT_EQ(t.stop(), 0) << "SIGUSR1 must not terminate tarry";
+
+    const std::string before = slurp(dir / "access.log.1");
+    const std::string after = slurp(log);
+    EXPECT_FALSE(before.empty()) << "the rotated file has the lines before the signal";
+    EXPECT_FALSE(after.empty()) << "the lines after it go to a new file at the old path";
+    std::multiset<std::string> targets;
+    const std::regex line("\"GET (/r/[0-9]+/[0-9]+) HTTP/1.1\" 200");
+    for (const std::string* text : {&before, &after})
+        for (std::sregex_iterator m(text->begin(), text->end(), line), e; m != e; ++m)
+            targets.insert((*m)[1]);
+    EXPECT_EQ(targets.size(), static_cast<std::size_t>(answered.load())) << "one line per response";
+    EXPECT_EQ(std::set<std::string>(targets.begin(), targets.end()).size(), targets.size())
+        << "no line twice";
+    std::filesystem::remove_all(dir);
 }
 
 } // namespace
