@@ -34,6 +34,8 @@
 // cached clock (nginx) shows closes up to ~1 ms early. closed_before_timeout_certain counts only
 // closes seen within the timeout of the request being sent, which no client delay can produce:
 // the server certainly closed those early.
+#include "tool_common.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -46,7 +48,6 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -72,17 +73,13 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using tcp = asio::ip::tcp;
-using boost::system::error_code;
-using clock_type = std::chrono::steady_clock;
+using namespace tool::names; // asio, tcp, use_tuple, parse_number, ...
 using time_point = clock_type::time_point;
 using duration = clock_type::duration;
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view request = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 constexpr std::size_t max_connects_in_flight = 256;
+// Descriptors beyond one per flood connection: the probe, the two event loops, stdio.
 constexpr std::size_t spare_fds = 64;
 constexpr std::size_t max_head_bytes = 64 * 1024;
 // A SYN dropped by a full accept queue is retried after 1 s, then 3 s more: allow those before
@@ -98,9 +95,7 @@ double to_ms(duration d) {
 // Command line
 
 struct options {
-    asio::ip::address target_address = asio::ip::make_address_v4("127.0.0.1");
-    std::uint16_t target_port = 8080;
-    std::string target_text = "127.0.0.1:8080";
+    tool::target target;
     std::size_t connections = 1000;
     unsigned sources = 4;
     std::optional<duration> timeout;
@@ -113,25 +108,22 @@ struct options {
     bool json = false;
 };
 
-void print_usage(std::FILE* out) {
-    std::fputs(
-        "usage: idle_flood --timeout DUR [options]\n"
-        "  --target HOST:PORT      loopback server to flood (default 127.0.0.1:8080)\n"
-        "  --connections N         idle connections to open (default 1000)\n"
-        "  --sources N             spread them over source addresses 127.0.0.2.. (default 4;\n"
-        "                          0: let the kernel pick the source)\n"
-        "  --timeout DUR           the server's keep-alive timeout, e.g. 3s (required)\n"
-        "  --pid PID               server pid, to read VmRSS from /proc/PID/status\n"
-        "  --max-wait DUR          stop waiting for closes at timeout + DUR (default 10s)\n"
-        "  --probe-interval DUR    gap between probe requests (default 1ms)\n"
-        "  --probe-cpu N           pin the probe thread to CPU N (default: not pinned)\n"
-        "  --open-rate N           connections opened per second; 0: as fast as possible with\n"
-        "                          at most 256 connects in flight (default 0)\n"
-        "  --csv FILE              write t_ms,open_connections every 10 ms\n"
-        "  --json                  print the report as one JSON object\n"
-        "DUR is a number with a unit: us, ms, s or m (\"1.5s\", \"250ms\").\n",
-        out);
-}
+constexpr const char* usage =
+    "usage: idle_flood --timeout DUR [options]\n"
+    "  --target HOST:PORT      loopback server to flood (default 127.0.0.1:8080)\n"
+    "  --connections N         idle connections to open (default 1000)\n"
+    "  --sources N             spread them over source addresses 127.0.0.2.. (default 4;\n"
+    "                          0: let the kernel pick the source)\n"
+    "  --timeout DUR           the server's keep-alive timeout, e.g. 3s (required)\n"
+    "  --pid PID               server pid, to read VmRSS from /proc/PID/status\n"
+    "  --max-wait DUR          stop waiting for closes at timeout + DUR (default 10s)\n"
+    "  --probe-interval DUR    gap between probe requests (default 1ms)\n"
+    "  --probe-cpu N           pin the probe thread to CPU N (default: not pinned)\n"
+    "  --open-rate N           connections opened per second; 0: as fast as possible with\n"
+    "                          at most 256 connects in flight (default 0)\n"
+    "  --csv FILE              write t_ms,open_connections every 10 ms\n"
+    "  --json                  print the report as one JSON object\n"
+    "DUR is a number with a unit: us, ms, s or m (\"1.5s\", \"250ms\").\n";
 
 std::optional<duration> parse_duration(std::string_view text) {
     double value = 0;
@@ -152,153 +144,54 @@ std::optional<duration> parse_duration(std::string_view text) {
     return std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds));
 }
 
-template <class Int> std::optional<Int> parse_int(std::string_view text) {
-    Int value{};
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-    return value;
+// A flag beyond --target and --connections (tool::run_main reads those).
+void read_flag(options& opt, tool::arg_walker& args) {
+    const std::string_view arg = args.flag(), value = args.value();
+    if (arg == "--json") {
+        opt.json = true;
+    } else if (arg == "--sources") {
+        auto n = parse_number<unsigned>(value);
+        if (!n || *n > 250) return args.bad("expected 0..250");
+        opt.sources = *n;
+    } else if (arg == "--timeout") {
+        opt.timeout = parse_duration(value);
+        if (!opt.timeout || *opt.timeout <= duration::zero())
+            return args.bad("expected a duration");
+    } else if (arg == "--pid") {
+        auto n = parse_number<long>(value);
+        if (!n || *n <= 0) return args.bad("expected a pid");
+        opt.pid = *n;
+    } else if (arg == "--max-wait") {
+        auto d = parse_duration(value);
+        if (!d) return args.bad("expected a duration");
+        opt.max_wait = *d;
+    } else if (arg == "--probe-interval") {
+        auto d = parse_duration(value);
+        if (!d) return args.bad("expected a duration");
+        opt.probe_interval = *d;
+    } else if (arg == "--probe-cpu") {
+        auto n = parse_number<unsigned>(value);
+        if (!n || *n >= CPU_SETSIZE) return args.bad("expected a CPU number");
+        opt.probe_cpu = *n;
+    } else if (arg == "--open-rate") {
+        auto rate = parse_number<double>(value);
+        if (!rate || *rate < 0) return args.bad("expected connections per second");
+        opt.open_rate = *rate;
+    } else if (arg == "--csv") {
+        opt.csv_path = std::string(value);
+    } else {
+        args.unknown_flag();
+    }
 }
 
-bool parse_target(std::string_view text, options& opt) {
-    auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return false;
-    std::string host(text.substr(0, colon));
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    if (host == "localhost") host = "127.0.0.1";
-    auto port = parse_int<std::uint16_t>(text.substr(colon + 1));
-    error_code ec;
-    auto address = asio::ip::make_address(host, ec);
-    if (ec || !port || *port == 0) return false;
-    opt.target_address = address;
-    opt.target_port = *port;
-    opt.target_text = std::string(text);
-    return true;
-}
-
-// Returns the options, or an error message (empty for --help).
-std::optional<options> parse_args(int argc, char** argv, std::string& error) {
-    options opt;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        std::string_view value;
-        bool has_value = false;
-        if (auto eq = arg.find('='); eq != std::string_view::npos && arg.starts_with("--")) {
-            value = arg.substr(eq + 1);
-            arg = arg.substr(0, eq);
-            has_value = true;
-        }
-        auto take_value = [&]() -> bool {
-            if (has_value) return true;
-            if (i + 1 >= argc) return false;
-            value = argv[++i];
-            return true;
-        };
-        auto bad = [&](std::string_view what) {
-            error = std::string(what) + ": " + std::string(arg) + " " + std::string(value);
-            return std::nullopt;
-        };
-        if (arg == "--help" || arg == "-h") {
-            error.clear();
-            return std::nullopt;
-        } else if (arg == "--json") {
-            opt.json = true;
-        } else if (!take_value()) {
-            error = "missing value or unknown flag: " + std::string(arg);
-            return std::nullopt;
-        } else if (arg == "--target") {
-            if (!parse_target(value, opt)) return bad("expected numeric HOST:PORT");
-        } else if (arg == "--connections") {
-            auto n = parse_int<std::size_t>(value);
-            if (!n || *n == 0) return bad("expected a positive count");
-            opt.connections = *n;
-        } else if (arg == "--sources") {
-            auto n = parse_int<unsigned>(value);
-            if (!n || *n > 250) return bad("expected 0..250");
-            opt.sources = *n;
-        } else if (arg == "--timeout") {
-            opt.timeout = parse_duration(value);
-            if (!opt.timeout || *opt.timeout <= duration::zero()) return bad("expected a duration");
-        } else if (arg == "--pid") {
-            auto n = parse_int<long>(value);
-            if (!n || *n <= 0) return bad("expected a pid");
-            opt.pid = *n;
-        } else if (arg == "--max-wait") {
-            auto d = parse_duration(value);
-            if (!d) return bad("expected a duration");
-            opt.max_wait = *d;
-        } else if (arg == "--probe-interval") {
-            auto d = parse_duration(value);
-            if (!d) return bad("expected a duration");
-            opt.probe_interval = *d;
-        } else if (arg == "--probe-cpu") {
-            auto n = parse_int<unsigned>(value);
-            if (!n || *n >= CPU_SETSIZE) return bad("expected a CPU number");
-            opt.probe_cpu = *n;
-        } else if (arg == "--open-rate") {
-            double rate = 0;
-            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rate);
-            if (ec != std::errc{} || end != value.data() + value.size() || rate < 0)
-                return bad("expected connections per second");
-            opt.open_rate = rate;
-        } else if (arg == "--csv") {
-            opt.csv_path = std::string(value);
-        } else {
-            error = "unknown flag: " + std::string(arg);
-            return std::nullopt;
-        }
-    }
-    if (!opt.timeout) {
-        error = "--timeout is required (the server's keep-alive timeout, e.g. 3s)";
-        return std::nullopt;
-    }
+const char* check(const options& opt) {
+    if (!opt.timeout) return "--timeout is required (the server's keep-alive timeout, e.g. 3s)";
     // A flood tool aimed off-host would be a nuisance, and 127.0.0.x sources only route on
     // loopback anyway.
-    if (!opt.target_address.is_loopback()) {
-        error = "--target must be a loopback address";
-        return std::nullopt;
-    }
-    if (opt.sources > 0 && !opt.target_address.is_v4()) {
-        error = "--sources needs an IPv4 target (use --sources 0 for IPv6)";
-        return std::nullopt;
-    }
-    return opt;
-}
-
-// Every flood connection holds a descriptor, plus a few for the probe, the two event loops and
-// stdio.
-bool ensure_fd_limit(std::size_t connections) {
-    rlimit lim{};
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
-    if (lim.rlim_cur < lim.rlim_max) {
-        rlimit raised = lim;
-        raised.rlim_cur = lim.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-    }
-    if (connections + spare_fds > lim.rlim_cur) {
-        std::fprintf(stderr,
-                     "idle_flood: %zu connections need %zu file descriptors, but the limit is "
-                     "%llu (hard limit %llu); raise it with ulimit -Hn or use fewer connections\n",
-                     connections, connections + spare_fds,
-                     static_cast<unsigned long long>(lim.rlim_cur),
-                     static_cast<unsigned long long>(lim.rlim_max));
-        return false;
-    }
-    return true;
-}
-
-std::optional<long> read_rss_kb(long pid) {
-    if (pid <= 0) return std::nullopt;
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (!line.starts_with("VmRSS:")) continue;
-        auto digits = line.find_first_of("0123456789");
-        if (digits == std::string::npos) return std::nullopt;
-        return parse_int<long>(std::string_view(line).substr(
-            digits, line.find_first_not_of("0123456789", digits) - digits));
-    }
-    return std::nullopt;
+    if (!opt.target.address.is_loopback()) return "--target must be a loopback address";
+    if (opt.sources > 0 && !opt.target.address.is_v4())
+        return "--sources needs an IPv4 target (use --sources 0 for IPv6)";
+    return nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -327,7 +220,7 @@ parse_result parse_response(std::string_view buf, int& status, std::size_t& tota
         return buf.size() > max_head_bytes ? parse_result::bad : parse_result::need_more;
     auto head = buf.substr(0, head_end + 2);
     if (head.size() < 12 || !head.starts_with("HTTP/1.")) return parse_result::bad;
-    auto code = parse_int<int>(head.substr(9, 3));
+    auto code = parse_number<int>(head.substr(9, 3));
     if (!code) return parse_result::bad;
     status = *code;
     std::size_t body = 0;
@@ -341,7 +234,7 @@ parse_result parse_response(std::string_view buf, int& status, std::size_t& tota
         auto name = line.substr(0, colon);
         auto value = trim(line.substr(colon + 1));
         if (iequals(name, "content-length")) {
-            auto n = parse_int<std::size_t>(value);
+            auto n = parse_number<std::size_t>(value);
             if (!n) return parse_result::bad;
             body = *n;
         } else if (iequals(name, "transfer-encoding")) {
@@ -411,7 +304,7 @@ struct csv_sample {
 class probe_run {
 public:
     explicit probe_run(const options& opt)
-        : opt_(opt), target_(opt.target_address, opt.target_port), socket_(io_), timer_(io_) {}
+        : opt_(opt), target_(opt.target.endpoint()), socket_(io_), timer_(io_) {}
     probe_run(const probe_run&) = delete;
     probe_run& operator=(const probe_run&) = delete;
     ~probe_run() {
@@ -515,10 +408,7 @@ void probe_run::thread_main() {
                 return;
             }
         }
-        asio::co_spawn(io_, run(), [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-        });
-        io_.run();
+        tool::run_until_done(io_, run());
         set_ready(false); // stopped before it was ready
     } catch (...) {
         if (ready_set_) {
@@ -533,14 +423,14 @@ void probe_run::thread_main() {
 asio::awaitable<void> probe_run::run() {
     // The probe is connected before the flood starts so that it is not queued behind it.
     if (auto ec = co_await connect(); ec) {
-        std::fprintf(stderr, "idle_flood: cannot connect to %s: %s\n", opt_.target_text.c_str(),
+        std::fprintf(stderr, "idle_flood: cannot connect to %s: %s\n", opt_.target.text.c_str(),
                      ec.message().c_str());
         set_ready(false);
         co_return;
     }
     if (auto [ec, status] = co_await exchange(); ec || status != 200) {
         std::fprintf(stderr, "idle_flood: %s did not answer GET / with 200: %s\n",
-                     opt_.target_text.c_str(),
+                     opt_.target.text.c_str(),
                      ec ? ec.message().c_str() : ("status " + std::to_string(status)).c_str());
         set_ready(false);
         co_return;
@@ -601,8 +491,8 @@ asio::awaitable<void> probe_run::loop() {
 class flood_run {
 public:
     flood_run(asio::io_context& io, const options& opt, probe_run& probe)
-        : io_(io), opt_(opt), target_(opt.target_address, opt.target_port), probe_(probe),
-          wake_(io), launch_timer_(io), sample_timer_(io) {}
+        : io_(io), opt_(opt), target_(opt.target.endpoint()), probe_(probe), wake_(io),
+          launch_timer_(io), sample_timer_(io) {}
 
     asio::awaitable<void> run();
     // After probe_run::join().
@@ -937,7 +827,7 @@ void flood_run::print_report() const {
             "\"expiry_window_requests\":%zu,\"expiry_window_max_ms\":%s,"
             "\"expiry_window_p99_ms\":%s,\"baseline_requests\":%zu,\"baseline_max_ms\":%s,"
             "\"baseline_p99_ms\":%s}}\n",
-            json_string(opt_.target_text).c_str(), opt_.connections, opt_.sources,
+            json_string(opt_.target.text).c_str(), opt_.connections, opt_.sources,
             number(to_ms(timeout)).c_str(), early, certainly_early, opened_, failed_,
             errors.c_str(), closed_, never_closed, stray, number(open_phase_ms).c_str(),
             number(late.min).c_str(), number(late.p50).c_str(), number(late.p99).c_str(),
@@ -953,7 +843,7 @@ void flood_run::print_report() const {
     }
 
     std::printf("idle_flood %s: %zu connections over %u source address(es), timeout %s ms\n",
-                opt_.target_text.c_str(), opt_.connections, opt_.sources,
+                opt_.target.text.c_str(), opt_.connections, opt_.sources,
                 number(to_ms(timeout), 0).c_str());
     std::printf("%s closed_before_timeout: %zu of %zu idle connections%s\n",
                 early ? "!!" : "==", early, opened_,
@@ -1005,47 +895,32 @@ bool flood_run::write_csv() const {
     return true;
 }
 
+// main()'s body once the command line is read.
+int flood(const options& opt) {
+    if (opt.pid > 0 && !read_rss_kb(opt.pid)) {
+        std::fprintf(stderr, "idle_flood: cannot read VmRSS from /proc/%ld/status\n", opt.pid);
+        return 1;
+    }
+    if (opt.probe_interval >= *opt.timeout)
+        std::fprintf(stderr, "idle_flood: warning: --probe-interval is not shorter than "
+                             "--timeout; the server will close the probe between requests\n");
+    // Declared first, destroyed last: its destructor stops and joins the probe thread, also when
+    // the flood throws.
+    probe_run probe(opt);
+    if (!probe.start()) return 1;
+    asio::io_context io(1);
+    flood_run run(io, opt, probe);
+    tool::run_until_done(io, run.run());
+    probe.request_stop(); // the flood's stop() did already, unless it threw
+    probe.join();
+    run.print_report();
+    run.write_csv();
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string error;
-    auto opt = parse_args(argc, argv, error);
-    if (!opt) {
-        if (error.empty()) {
-            print_usage(stdout);
-            return 0;
-        }
-        std::fprintf(stderr, "idle_flood: %s\n", error.c_str());
-        print_usage(stderr);
-        return 1;
-    }
-    if (!ensure_fd_limit(opt->connections)) return 1;
-    if (opt->pid > 0 && !read_rss_kb(opt->pid)) {
-        std::fprintf(stderr, "idle_flood: cannot read VmRSS from /proc/%ld/status\n", opt->pid);
-        return 1;
-    }
-    if (opt->probe_interval >= *opt->timeout)
-        std::fprintf(stderr, "idle_flood: warning: --probe-interval is not shorter than "
-                             "--timeout; the server will close the probe between requests\n");
-
-    try {
-        // Declared first, destroyed last: its destructor stops and joins the probe thread, also
-        // when the flood throws.
-        probe_run probe(*opt);
-        if (!probe.start()) return 1;
-        asio::io_context io(1);
-        flood_run run(io, *opt, probe);
-        asio::co_spawn(io, run.run(), [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-        });
-        io.run();
-        probe.request_stop(); // the flood's stop() did already, unless it threw
-        probe.join();
-        run.print_report();
-        run.write_csv();
-        return 0;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "idle_flood: %s\n", e.what());
-        return 1;
-    }
+    return tool::run_main({"idle_flood", usage, 1, spare_fds, {"--json"}}, argc, argv, read_flag,
+                          check, flood);
 }

@@ -23,6 +23,7 @@
 'use strict';
 
 const http = require('http');
+const { stopOnSignals } = require('./proxy.d/common');
 
 function option(flag, envName, fallback) {
   const i = process.argv.indexOf(flag);
@@ -69,13 +70,7 @@ server.on('clientError', (err, socket) => {
   else socket.destroy();
 });
 
-function stop() {
-  server.close();
-  if (server.closeAllConnections) server.closeAllConnections();
-  process.exit(0);
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+stopOnSignals(server);
 
 server.listen({ host, port, backlog: 511 }, () => {
   const buffer = server.keepAliveTimeoutBuffer;

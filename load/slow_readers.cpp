@@ -18,6 +18,8 @@
 // unread bytes queued, the kernel answers the close with a reset, as when a client goes away
 // mid-download), prints `closed N` and exits: 0 when every connection was opened and sent its
 // request, 1 otherwise. SIGTERM and SIGINT end the hold early too, and still close everything.
+#include "tool_common.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -30,18 +32,15 @@
 
 #include <poll.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,126 +49,52 @@
 
 namespace {
 
-namespace asio = boost::asio;
-using namespace std::chrono_literals;
-using tcp = asio::ip::tcp;
-using boost::system::error_code;
-using clock_type = std::chrono::steady_clock;
+using namespace tool::names; // asio, tcp, use_tuple, parse_number, ...
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t max_connects_in_flight = 128;
 constexpr std::size_t spare_fds = 32;
 // A SYN dropped by a full accept queue is retried after 1 s, then 3 s more.
 constexpr auto open_timeout = 10s;
 
 struct options {
-    asio::ip::address target_address = asio::ip::make_address_v4("127.0.0.1");
-    std::uint16_t target_port = 8080;
-    std::string target_text = "127.0.0.1:8080";
+    tool::target target;
     std::size_t connections = 300;
     std::string path = "/big?n=8388608";
     int rcvbuf = 4096;
     double hold_s = 10;
 };
 
-void print_usage(std::FILE* out) {
-    std::fputs(
-        "usage: slow_readers [options]\n"
-        "  --target HOST:PORT   loopback server (default 127.0.0.1:8080)\n"
-        "  --connections N      stalled readers to open (default 300)\n"
-        "  --path P             request target (default /big?n=8388608)\n"
-        "  --rcvbuf B           SO_RCVBUF of every connection, set before connect (default 4096)\n"
-        "  --hold SECONDS       how long to hold them unread once all requests are sent\n"
-        "                       (default 10); SIGUSR1 ends the hold early\n",
-        out);
+constexpr const char* usage =
+    "usage: slow_readers [options]\n"
+    "  --target HOST:PORT   loopback server (default 127.0.0.1:8080)\n"
+    "  --connections N      stalled readers to open (default 300)\n"
+    "  --path P             request target (default /big?n=8388608)\n"
+    "  --rcvbuf B           SO_RCVBUF of every connection, set before connect (default 4096)\n"
+    "  --hold SECONDS       how long to hold them unread once all requests are sent\n"
+    "                       (default 10); SIGUSR1 ends the hold early\n";
+
+// A flag beyond --target and --connections (tool::run_main reads those).
+void read_flag(options& opt, tool::arg_walker& args) {
+    const std::string_view arg = args.flag(), value = args.value();
+    if (arg == "--path") {
+        if (!value.starts_with("/") || value.find_first_of(" \r\n") != std::string_view::npos)
+            return args.bad("expected an origin-form target such as /big?n=8388608");
+        opt.path = std::string(value);
+    } else if (arg == "--rcvbuf") {
+        auto n = parse_number<int>(value);
+        if (!n || *n <= 0) return args.bad("expected a positive byte count");
+        opt.rcvbuf = *n;
+    } else if (arg == "--hold") {
+        auto s = parse_number<double>(value);
+        if (!s || *s < 0) return args.bad("expected seconds");
+        opt.hold_s = *s;
+    } else {
+        args.unknown_flag();
+    }
 }
 
-template <class Number> std::optional<Number> parse_number(std::string_view text) {
-    Number value{};
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-    return value;
-}
-
-bool parse_target(std::string_view text, options& opt) {
-    auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return false;
-    std::string host(text.substr(0, colon));
-    if (host == "localhost") host = "127.0.0.1";
-    auto port = parse_number<std::uint16_t>(text.substr(colon + 1));
-    error_code ec;
-    auto address = asio::ip::make_address(host, ec);
-    if (ec || !port || *port == 0) return false;
-    opt.target_address = address;
-    opt.target_port = *port;
-    opt.target_text = std::string(text);
-    return true;
-}
-
-// Returns the options, or nothing with an error message (empty for --help).
-std::optional<options> parse_args(int argc, char** argv, std::string& error) {
-    options opt;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        if (arg == "--help" || arg == "-h") {
-            error.clear();
-            return std::nullopt;
-        }
-        if (i + 1 >= argc) {
-            error = "missing value or unknown flag: " + std::string(arg);
-            return std::nullopt;
-        }
-        std::string_view value = argv[++i];
-        auto bad = [&](std::string_view what) {
-            error = std::string(what) + ": " + std::string(arg) + " " + std::string(value);
-            return std::nullopt;
-        };
-        if (arg == "--target") {
-            if (!parse_target(value, opt)) return bad("expected numeric HOST:PORT");
-        } else if (arg == "--connections") {
-            auto n = parse_number<std::size_t>(value);
-            if (!n || *n == 0) return bad("expected a positive count");
-            opt.connections = *n;
-        } else if (arg == "--path") {
-            if (!value.starts_with("/") || value.find_first_of(" \r\n") != std::string_view::npos)
-                return bad("expected an origin-form target such as /big?n=8388608");
-            opt.path = std::string(value);
-        } else if (arg == "--rcvbuf") {
-            auto n = parse_number<int>(value);
-            if (!n || *n <= 0) return bad("expected a positive byte count");
-            opt.rcvbuf = *n;
-        } else if (arg == "--hold") {
-            auto s = parse_number<double>(value);
-            if (!s || *s < 0) return bad("expected seconds");
-            opt.hold_s = *s;
-        } else {
-            error = "unknown flag: " + std::string(arg);
-            return std::nullopt;
-        }
-    }
-    if (!opt.target_address.is_loopback()) {
-        error = "--target must be a loopback address";
-        return std::nullopt;
-    }
-    return opt;
-}
-
-bool ensure_fd_limit(std::size_t connections) {
-    rlimit lim{};
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
-    if (lim.rlim_cur < lim.rlim_max) {
-        rlimit raised = lim;
-        raised.rlim_cur = lim.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-    }
-    if (connections + spare_fds > lim.rlim_cur) {
-        std::fprintf(stderr, "slow_readers: %zu connections need %zu file descriptors, the limit "
-                             "is %llu\n",
-                     connections, connections + spare_fds,
-                     static_cast<unsigned long long>(lim.rlim_cur));
-        return false;
-    }
-    return true;
+const char* check(const options& opt) {
+    return opt.target.address.is_loopback() ? nullptr : "--target must be a loopback address";
 }
 
 enum class conn_state { opening, sent, failed };
@@ -177,8 +102,8 @@ enum class conn_state { opening, sent, failed };
 class run {
 public:
     run(asio::io_context& io, const options& opt)
-        : io_(io), opt_(opt), request_("GET " + opt.path + " HTTP/1.1\r\nHost: " +
-                                       opt.target_text + "\r\n\r\n"),
+        : io_(io), opt_(opt),
+          request_("GET " + opt.path + " HTTP/1.1\r\nHost: " + opt.target.text + "\r\n\r\n"),
           hold_(io), signals_(io, SIGUSR1, SIGTERM, SIGINT) {
         conns_.reserve(opt.connections);
         for (std::size_t i = 0; i < opt.connections; ++i)
@@ -207,8 +132,7 @@ public:
         std::printf("sent %zu failed %zu ms %.1f\n", sent, failed,
                     std::chrono::duration<double, std::milli>(clock_type::now() - start).count());
         std::fflush(stdout);
-        for (const auto& [what, n] : errors_)
-            std::fprintf(stderr, "slow_readers: %zu x %s\n", n, what.c_str());
+        errors_.print("slow_readers");
 
         if (!interrupted_) {
             hold_.expires_after(std::chrono::duration_cast<clock_type::duration>(
@@ -237,15 +161,6 @@ private:
         conn_state state = conn_state::opening;
     };
 
-    void note_error(const std::string& what) {
-        for (auto& [text, n] : errors_)
-            if (text == what) {
-                ++n;
-                return;
-            }
-        errors_.emplace_back(what, 1);
-    }
-
     asio::awaitable<void> worker() {
         while (next_ < conns_.size()) {
             conn& c = *conns_[next_++];
@@ -255,12 +170,12 @@ private:
     }
 
     asio::awaitable<void> open_one(conn& c) {
-        const tcp::endpoint target(opt_.target_address, opt_.target_port);
+        const tcp::endpoint target = opt_.target.endpoint();
         error_code ec;
         c.socket.open(target.protocol(), ec);
         if (!ec) c.socket.set_option(asio::socket_base::receive_buffer_size(opt_.rcvbuf), ec);
         if (ec) {
-            note_error("open: " + ec.message());
+            errors_.note("open: " + ec.message());
             c.state = conn_state::failed;
             co_return;
         }
@@ -273,11 +188,12 @@ private:
             }
         });
         std::tie(ec) = co_await c.socket.async_connect(target, use_tuple);
-        if (!ec) std::tie(ec, std::ignore) =
-            co_await asio::async_write(c.socket, asio::buffer(request_), use_tuple);
+        if (!ec)
+            std::tie(ec, std::ignore) =
+                co_await asio::async_write(c.socket, asio::buffer(request_), use_tuple);
         deadline.cancel();
         if (ec) {
-            note_error("connect or send: " + ec.message());
+            errors_.note("connect or send: " + ec.message());
             error_code ignored;
             c.socket.close(ignored);
             c.state = conn_state::failed;
@@ -337,34 +253,12 @@ private:
     asio::signal_set signals_;
     bool interrupted_ = false;
     bool ok_ = false;
-    std::vector<std::pair<std::string, std::size_t>> errors_;
+    tool::error_tally errors_;
 };
 
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string error;
-    auto opt = parse_args(argc, argv, error);
-    if (!opt) {
-        if (error.empty()) {
-            print_usage(stdout);
-            return 0;
-        }
-        std::fprintf(stderr, "slow_readers: %s\n", error.c_str());
-        print_usage(stderr);
-        return 2;
-    }
-    if (!ensure_fd_limit(opt->connections)) return 1;
-    try {
-        asio::io_context io(1);
-        run r(io, *opt);
-        asio::co_spawn(io, r.main(), [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-        });
-        io.run();
-        return r.ok() ? 0 : 1;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "slow_readers: %s\n", e.what());
-        return 1;
-    }
+    return tool::run_main({"slow_readers", usage, 2, spare_fds}, argc, argv, read_flag, check,
+                          tool::run_on_io<run, options>);
 }

@@ -10,9 +10,9 @@
 //        open N failed F ms T
 //   2. Leaves them all idle for --idle seconds (the caller reads the proxy's memory meanwhile);
 //      with --pid, prints the proxy's VmRSS at the end of it:  idle_rss_kb X
-//   3. Prints  echo_start  and for --duration seconds, each of the first --active connections (all by default) sends a
-//      --size byte binary message, waits for the echo, checks it, and sends the next: one round
-//      trip in flight per connection. Then it prints
+//   3. Prints  echo_start  and for --duration seconds, each of the first --active connections
+//      (all by default) sends a --size byte binary message, waits for the echo, checks it, and
+//      sends the next: one round trip in flight per connection. Then it prints
 //        echo round_trips R seconds S per_second X p50_us A p99_us B max_us C errors E
 //             proxy_cpu_ticks T clk_tck H
 //      (one line): round trips whose echo came back within the duration, their latency from
@@ -22,6 +22,8 @@
 //   4. Closes every connection with a WebSocket close (code 1000) and waits for the server's,
 //      then prints  closed N close_errors E  and exits: 0 when every connection opened and no
 //      echo failed, 1 otherwise.
+#include "tool_common.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -32,17 +34,14 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket.hpp>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -53,22 +52,15 @@
 
 namespace {
 
-namespace asio = boost::asio;
+using namespace tool::names; // asio, tcp, use_tuple, parse_number, ...
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
-using namespace std::chrono_literals;
-using tcp = asio::ip::tcp;
-using boost::system::error_code;
-using clock_type = std::chrono::steady_clock;
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t max_handshakes_in_flight = 64;
 constexpr std::size_t spare_fds = 32;
 
 struct options {
-    asio::ip::address target_address = asio::ip::make_address_v4("127.0.0.1");
-    std::uint16_t target_port = 8080;
-    std::string target_text = "127.0.0.1:8080";
+    tool::target target;
     std::string path = "/echo";
     std::size_t connections = 1000;
     std::optional<std::size_t> active;
@@ -78,133 +70,52 @@ struct options {
     long pid = -1;
 };
 
-void print_usage(std::FILE* out) {
-    std::fputs(
-        "usage: ws_echo [options]\n"
-        "  --target HOST:PORT   loopback server (default 127.0.0.1:8080)\n"
-        "  --path P             WebSocket target (default /echo)\n"
-        "  --connections N      WebSocket connections to open (default 1000)\n"
-        "  --active K           of which K echo in the busy phase (default all)\n"
-        "  --size B             message size in bytes (default 64)\n"
-        "  --idle SECONDS       all open and idle this long before the echo phase (default 4)\n"
-        "  --duration SECONDS   echo phase (default 10)\n"
-        "  --pid PID            the proxy: its VmRSS and CPU time (from /proc/PID) are reported\n",
-        out);
+constexpr const char* usage =
+    "usage: ws_echo [options]\n"
+    "  --target HOST:PORT   loopback server (default 127.0.0.1:8080)\n"
+    "  --path P             WebSocket target (default /echo)\n"
+    "  --connections N      WebSocket connections to open (default 1000)\n"
+    "  --active K           of which K echo in the busy phase (default all)\n"
+    "  --size B             message size in bytes (default 64)\n"
+    "  --idle SECONDS       all open and idle this long before the echo phase (default 4)\n"
+    "  --duration SECONDS   echo phase (default 10)\n"
+    "  --pid PID            the proxy: its VmRSS and CPU time (from /proc/PID) are reported\n";
+
+// A flag beyond --target and --connections (tool::run_main reads those).
+void read_flag(options& opt, tool::arg_walker& args) {
+    const std::string_view arg = args.flag(), value = args.value();
+    if (arg == "--path") {
+        if (!value.starts_with("/")) return args.bad("expected a path");
+        opt.path = std::string(value);
+    } else if (arg == "--active") {
+        auto n = parse_number<std::size_t>(value);
+        if (!n) return args.bad("expected a count");
+        opt.active = *n;
+    } else if (arg == "--size") {
+        auto n = parse_number<std::size_t>(value);
+        if (!n || *n == 0 || *n > (1u << 20)) return args.bad("expected 1..1048576");
+        opt.size = *n;
+    } else if (arg == "--idle") {
+        auto s = parse_number<double>(value);
+        if (!s || *s < 0) return args.bad("expected seconds");
+        opt.idle_s = *s;
+    } else if (arg == "--duration") {
+        auto s = parse_number<double>(value);
+        if (!s || *s <= 0) return args.bad("expected seconds");
+        opt.duration_s = *s;
+    } else if (arg == "--pid") {
+        auto n = parse_number<long>(value);
+        if (!n || *n <= 0) return args.bad("expected a pid");
+        opt.pid = *n;
+    } else {
+        args.unknown_flag();
+    }
 }
 
-template <class Number> std::optional<Number> parse_number(std::string_view text) {
-    Number value{};
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-    return value;
-}
-
-bool parse_target(std::string_view text, options& opt) {
-    auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return false;
-    std::string host(text.substr(0, colon));
-    if (host == "localhost") host = "127.0.0.1";
-    auto port = parse_number<std::uint16_t>(text.substr(colon + 1));
-    error_code ec;
-    auto address = asio::ip::make_address(host, ec);
-    if (ec || !port || *port == 0) return false;
-    opt.target_address = address;
-    opt.target_port = *port;
-    opt.target_text = std::string(text);
-    return true;
-}
-
-std::optional<options> parse_args(int argc, char** argv, std::string& error) {
-    options opt;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        if (arg == "--help" || arg == "-h") {
-            error.clear();
-            return std::nullopt;
-        }
-        if (i + 1 >= argc) {
-            error = "missing value or unknown flag: " + std::string(arg);
-            return std::nullopt;
-        }
-        std::string_view value = argv[++i];
-        auto bad = [&](std::string_view what) {
-            error = std::string(what) + ": " + std::string(arg) + " " + std::string(value);
-            return std::nullopt;
-        };
-        if (arg == "--target") {
-            if (!parse_target(value, opt)) return bad("expected numeric HOST:PORT");
-        } else if (arg == "--path") {
-            if (!value.starts_with("/")) return bad("expected a path");
-            opt.path = std::string(value);
-        } else if (arg == "--connections") {
-            auto n = parse_number<std::size_t>(value);
-            if (!n || *n == 0) return bad("expected a positive count");
-            opt.connections = *n;
-        } else if (arg == "--active") {
-            auto n = parse_number<std::size_t>(value);
-            if (!n) return bad("expected a count");
-            opt.active = *n;
-        } else if (arg == "--size") {
-            auto n = parse_number<std::size_t>(value);
-            if (!n || *n == 0 || *n > (1u << 20)) return bad("expected 1..1048576");
-            opt.size = *n;
-        } else if (arg == "--idle") {
-            auto s = parse_number<double>(value);
-            if (!s || *s < 0) return bad("expected seconds");
-            opt.idle_s = *s;
-        } else if (arg == "--duration") {
-            auto s = parse_number<double>(value);
-            if (!s || *s <= 0) return bad("expected seconds");
-            opt.duration_s = *s;
-        } else if (arg == "--pid") {
-            auto n = parse_number<long>(value);
-            if (!n || *n <= 0) return bad("expected a pid");
-            opt.pid = *n;
-        } else {
-            error = "unknown flag: " + std::string(arg);
-            return std::nullopt;
-        }
-    }
-    if (!opt.target_address.is_loopback()) {
-        error = "--target must be a loopback address";
-        return std::nullopt;
-    }
-    if (opt.active && *opt.active > opt.connections) {
-        error = "--active cannot exceed --connections";
-        return std::nullopt;
-    }
-    return opt;
-}
-
-bool ensure_fd_limit(std::size_t connections) {
-    rlimit lim{};
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
-    if (lim.rlim_cur < lim.rlim_max) {
-        rlimit raised = lim;
-        raised.rlim_cur = lim.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-    }
-    if (connections + spare_fds > lim.rlim_cur) {
-        std::fprintf(stderr, "ws_echo: %zu connections need %zu file descriptors, the limit is "
-                             "%llu\n",
-                     connections, connections + spare_fds,
-                     static_cast<unsigned long long>(lim.rlim_cur));
-        return false;
-    }
-    return true;
-}
-
-std::optional<long> read_rss_kb(long pid) {
-    if (pid <= 0) return std::nullopt;
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (!line.starts_with("VmRSS:")) continue;
-        std::istringstream fields(line.substr(6));
-        long kb = 0;
-        if (fields >> kb) return kb;
-    }
-    return std::nullopt;
+const char* check(const options& opt) {
+    if (!opt.target.address.is_loopback()) return "--target must be a loopback address";
+    if (opt.active && *opt.active > opt.connections) return "--active cannot exceed --connections";
+    return nullptr;
 }
 
 // utime + stime of the process, in clock ticks.
@@ -297,8 +208,8 @@ public:
         const double secs = seconds_between(echo_start, echo_end);
         std::printf("echo round_trips %zu seconds %.3f per_second %.0f p50_us %u p99_us %u "
                     "max_us %u errors %zu active %zu proxy_cpu_ticks %lld clk_tck %ld\n",
-                    lat.size(), secs, static_cast<double>(lat.size()) / secs, pct(0.50),
-                    pct(0.99), lat.empty() ? 0u : lat.back(), echo_errors_, loops,
+                    lat.size(), secs, static_cast<double>(lat.size()) / secs, pct(0.50), pct(0.99),
+                    lat.empty() ? 0u : lat.back(), echo_errors_, loops,
                     ticks0 && ticks1 ? *ticks1 - *ticks0 : -1LL, ::sysconf(_SC_CLK_TCK));
         if (auto kb = read_rss_kb(opt_.pid)) std::printf("busy_rss_kb %ld\n", *kb);
         std::fflush(stdout);
@@ -337,7 +248,7 @@ private:
         guard.expires_after(limit);
         guard.async_wait([this](error_code ec) {
             if (ec) return;
-            note_error("gave up waiting: closed every connection");
+            errors_.note("gave up waiting: closed every connection");
             for (auto& c : conns_) {
                 error_code ignored;
                 beast::get_lowest_layer(c->ws).close(ignored);
@@ -353,19 +264,7 @@ private:
         if (--pending_ == 0) wake_.cancel();
     }
 
-    void note_error(std::string what) {
-        for (auto& [text, n] : errors_)
-            if (text == what) {
-                ++n;
-                return;
-            }
-        errors_.emplace_back(std::move(what), 1);
-    }
-    void report_errors(const char* phase) {
-        for (const auto& [what, n] : errors_)
-            std::fprintf(stderr, "ws_echo: %s: %zu x %s\n", phase, n, what.c_str());
-        errors_.clear();
-    }
+    void report_errors(const char* phase) { errors_.print(std::string("ws_echo: ") + phase); }
 
     asio::awaitable<void> open_worker() {
         while (next_ < conns_.size()) {
@@ -376,11 +275,11 @@ private:
     }
 
     asio::awaitable<void> open_one(conn& c) {
-        const tcp::endpoint target(opt_.target_address, opt_.target_port);
+        const tcp::endpoint target = opt_.target.endpoint();
         auto& socket = beast::get_lowest_layer(c.ws);
         auto [ec] = co_await socket.async_connect(target, use_tuple);
         if (ec) {
-            note_error("connect: " + ec.message());
+            errors_.note("connect: " + ec.message());
             co_return;
         }
         socket.set_option(tcp::no_delay(true), ec);
@@ -392,9 +291,9 @@ private:
         c.ws.binary(true);
         c.ws.auto_fragment(false);
         c.ws.read_message_max(1 << 20);
-        std::tie(ec) = co_await c.ws.async_handshake(opt_.target_text, opt_.path, use_tuple);
+        std::tie(ec) = co_await c.ws.async_handshake(opt_.target.text, opt_.path, use_tuple);
         if (ec) {
-            note_error("handshake: " + ec.message());
+            errors_.note("handshake: " + ec.message());
             error_code ignored;
             socket.close(ignored);
             co_return;
@@ -409,7 +308,7 @@ private:
             if (!ec) std::tie(ec, n) = co_await c.ws.async_read(c.buffer, use_tuple);
             const auto back = clock_type::now();
             if (ec) {
-                note_error("echo: " + ec.message());
+                errors_.note("echo: " + ec.message());
                 ++echo_errors_;
                 c.open = false;
                 break;
@@ -419,7 +318,7 @@ private:
                               std::memcmp(data.data(), message_.data(), message_.size()) == 0;
             c.buffer.consume(c.buffer.size());
             if (!same) {
-                note_error("echo: the message came back different");
+                errors_.note("echo: the message came back different");
                 ++echo_errors_;
                 break;
             }
@@ -433,7 +332,7 @@ private:
     asio::awaitable<void> close_one(conn& c) {
         auto [ec] = co_await c.ws.async_close(websocket::close_code::normal, use_tuple);
         if (ec) {
-            note_error("close: " + ec.message());
+            errors_.note("close: " + ec.message());
             ++close_errors_;
         }
         error_code ignored;
@@ -453,34 +352,12 @@ private:
     std::size_t echo_errors_ = 0;
     std::size_t close_errors_ = 0;
     bool ok_ = false;
-    std::vector<std::pair<std::string, std::size_t>> errors_;
+    tool::error_tally errors_;
 };
 
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string error;
-    auto opt = parse_args(argc, argv, error);
-    if (!opt) {
-        if (error.empty()) {
-            print_usage(stdout);
-            return 0;
-        }
-        std::fprintf(stderr, "ws_echo: %s\n", error.c_str());
-        print_usage(stderr);
-        return 2;
-    }
-    if (!ensure_fd_limit(opt->connections)) return 1;
-    try {
-        asio::io_context io(1);
-        run r(io, *opt);
-        asio::co_spawn(io, r.main(), [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-        });
-        io.run();
-        return r.ok() ? 0 : 1;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "ws_echo: %s\n", e.what());
-        return 1;
-    }
+    return tool::run_main({"ws_echo", usage, 2, spare_fds}, argc, argv, read_flag, check,
+                          tool::run_on_io<run, options>);
 }

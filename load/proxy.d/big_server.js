@@ -13,18 +13,9 @@
 // Loopback only; stops on SIGTERM or SIGINT.
 'use strict';
 
-const http = require('http');
+const common = require('./common');
 
-function option(flag, fallback) {
-  const i = process.argv.indexOf(flag);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
-}
-const host = option('--host', '127.0.0.1');
-const port = Number(option('--port', '18281'));
-if (!Number.isInteger(port) || port <= 0 || port > 65535) {
-  console.error('big_server: --port needs a port number');
-  process.exit(2);
-}
+const { host, port } = common.hostAndPort('big_server');
 
 const CHUNK = 64 * 1024;
 const MAX = 1 << 30;
@@ -60,7 +51,7 @@ function big(res, n) {
   pump();
 }
 
-const server = http.createServer((req, res) => {
+const server = common.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
   if (url.pathname === '/big') {
     const n = Number(url.searchParams.get('n') || '1048576');
@@ -73,27 +64,13 @@ const server = http.createServer((req, res) => {
     return;
   }
   if (url.pathname === '/stats') {
-    res.writeHead(200, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify(stats));
+    common.sendJson(res, stats);
     return;
   }
-  res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': 2 });
-  res.end('ok');
+  common.sendOk(res);
 });
-server.keepAliveTimeout = 60000;
 server.headersTimeout = 60000;
 server.requestTimeout = 0;
 server.maxRequestsPerSocket = 0;
-server.on('clientError', (err, socket) => socket.destroy());
-
-function stop() {
-  server.close();
-  if (server.closeAllConnections) server.closeAllConnections();
-  process.exit(0);
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-
-server.listen({ host, port, backlog: 1024 }, () => {
-  console.error(`big_server ${process.version} pid ${process.pid} on ${host}:${port}`);
-});
+common.stopOnSignals(server);
+common.listen(server, host, port, `big_server ${process.version}`);

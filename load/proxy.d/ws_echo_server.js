@@ -10,8 +10,8 @@
 // Loopback only; stops on SIGTERM or SIGINT.
 'use strict';
 
-const http = require('http');
 const path = require('path');
+const common = require('./common');
 
 let ws;
 try {
@@ -22,16 +22,7 @@ try {
   process.exit(2);
 }
 
-function option(flag, fallback) {
-  const i = process.argv.indexOf(flag);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
-}
-const host = option('--host', '127.0.0.1');
-const port = Number(option('--port', '18281'));
-if (!Number.isInteger(port) || port <= 0 || port > 65535) {
-  console.error('ws_echo_server: --port needs a port number');
-  process.exit(2);
-}
+const { host, port } = common.hostAndPort('ws_echo_server');
 
 const stats = { connections: 0, upgrades: 0, open: 0, messages: 0 };
 const wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1 << 20 });
@@ -45,18 +36,14 @@ wss.on('connection', (sock) => {
   sock.on('error', () => {});
 });
 
-const server = http.createServer((req, res) => {
+const server = common.createServer((req, res) => {
   if (req.url === '/stats') {
-    res.writeHead(200, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify(stats));
+    common.sendJson(res, stats);
     return;
   }
-  res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': 2 });
-  res.end('ok');
+  common.sendOk(res);
 });
-server.keepAliveTimeout = 60000;
 server.on('connection', () => { stats.connections++; });
-server.on('clientError', (err, socket) => socket.destroy());
 server.on('upgrade', (req, socket, head) => {
   stats.upgrades++;
   socket.on('error', () => {});
@@ -67,16 +54,8 @@ server.on('upgrade', (req, socket, head) => {
   wss.handleUpgrade(req, socket, head, (s) => wss.emit('connection', s, req));
 });
 
-function stop() {
-  server.close();
-  if (server.closeAllConnections) server.closeAllConnections();
+common.stopOnSignals(server, () => {
   for (const c of wss.clients) c.terminate();
-  process.exit(0);
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-
-server.listen({ host, port, backlog: 1024 }, () => {
-  console.error(`ws_echo_server ${process.version} ws ${require(path.join(__dirname, '..', '..',
-    'tests', 'upstream', 'node_modules', 'ws', 'package.json')).version} pid ${process.pid} on ${host}:${port}`);
 });
+common.listen(server, host, port, `ws_echo_server ${process.version} ws ${require(path.join(
+  __dirname, '..', '..', 'tests', 'upstream', 'node_modules', 'ws', 'package.json')).version}`);
