@@ -48,15 +48,22 @@ struct admin_session : std::enable_shared_from_this<admin_session> {
         std::string line(boost::asio::buffers_begin(buf.data()),
                          boost::asio::buffers_end(buf.data()));
         line.resize(line.find("\r\n"));
-        if (line.rfind("GET /metrics ", 0) == 0) {
+        // HEAD as GET without the body (a balancer's health check often uses HEAD).
+        const bool head = line.rfind("HEAD ", 0) == 0;
+        const std::string_view target =
+            std::string_view(line).substr(head                         ? 5
+                                          : line.rfind("GET ", 0) == 0 ? 4
+                                                                       : line.size());
+        if (target.starts_with("/metrics ")) {
             out = reply(200, "OK", "text/plain; version=0.0.4; charset=utf-8", metrics());
-        } else if (line.rfind("GET /healthz ", 0) == 0) {
+        } else if (target.starts_with("/healthz ")) {
             // A stopping instance says so at once, so a balancer drains it.
             out = healthy() ? reply(200, "OK", "text/plain", "ok\n")
                             : reply(503, "Service Unavailable", "text/plain", "stopping\n");
         } else {
             out = reply(404, "Not Found", "text/plain", "not found\n");
         }
+        if (head) out.resize(out.find("\r\n\r\n") + 4);
         boost::asio::async_write(
             socket, boost::asio::buffer(out),
             [self = shared_from_this()](boost::system::error_code e, std::size_t) {

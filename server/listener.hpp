@@ -80,5 +80,8 @@ private:
 
 /// Resolves a listen_address to an endpoint ("localhost" is 127.0.0.1; names are not looked up).
 boost::asio::ip::tcp::endpoint endpoint_of(const listen_address& addr);
+/// Throws config_error when something else already listens on `addr` (a second tarry, say),
+/// which SO_REUSEPORT would otherwise let the workers share. Port 0 is never taken.
+void refuse_if_taken(const listen_address& addr);
 
 } // namespace tarry::server

@@ -1,3 +1,4 @@
+#include "build_info.hpp"
 #include "config.hpp"
 #include "man_page.hpp"
 #include "server.hpp"
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
         std::fputs(cl.help_text.c_str(), stdout);
         return 0;
     case command_line::action::version:
-        std::puts("tarry " TARRY_VERSION);
+        std::fputs(version_text().c_str(), stdout);
         return 0;
     case command_line::action::man:
         std::fputs(man_page(TARRY_VERSION).c_str(), stdout);

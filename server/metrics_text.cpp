@@ -1,5 +1,6 @@
 #include "metrics_text.hpp"
 
+#include "build_info.hpp"
 #include "worker.hpp"
 
 #include <tarry/upstream/proxy_handler.hpp>
@@ -189,6 +190,12 @@ std::string render_metrics(const std::vector<worker*>& ws,
         family(out, name, type, help);
         fmt::format_to(std::back_inserter(out), "{} {}\n", name, v);
     };
+    const build_info& b = this_build();
+    family(out, "tarry_build_info", "gauge",
+           "Always 1: the version and commit of this binary, and the libraries built into it.");
+    fmt::format_to(std::back_inserter(out),
+                   "tarry_build_info{{version=\"{}\",commit=\"{}\",boost=\"{}\"}} 1\n", b.version,
+                   b.commit, b.boost);
     counter_line("tarry_connections_accepted_total", "counter", "Connections accepted.",
                  sum(ws, [](worker_metrics& m) { return m.accepted.get(); }));
     counter_line("tarry_accept_errors_total", "counter", "Failed accepts (EMFILE and others).",

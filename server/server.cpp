@@ -87,6 +87,8 @@ server::new_listeners(const std::vector<listen_address>& wanted,
     std::vector<listen_address> fresh;
     for (const auto& a : wanted)
         if (std::find(open.begin(), open.end(), a) == open.end()) fresh.push_back(a);
+    for (const auto& a : fresh)
+        refuse_if_taken(a);
     std::vector<std::vector<std::shared_ptr<listener>>> per_worker(workers_.size());
     for (const auto& a : fresh)
         per_worker.front().push_back(workers_.front()->make_listener(a));

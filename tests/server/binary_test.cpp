@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -50,6 +51,9 @@ TEST(BinaryTest, VersionAndHelp) {
     auto v = run_tarry("--version");
     EXPECT_EQ(v.status, 0);
     EXPECT_NE(v.output.find("tarry "), std::string::npos);
+    EXPECT_NE(v.output.find("(commit "), std::string::npos) << v.output;
+    EXPECT_NE(v.output.find("Boost 1."), std::string::npos) << v.output;
+    EXPECT_NE(v.output.find("spdlog "), std::string::npos) << v.output;
     auto h = run_tarry("--help");
     EXPECT_EQ(h.status, 0);
     EXPECT_NE(h.output.find("--keep-alive-timeout"), std::string::npos);
@@ -324,6 +328,45 @@ TEST(BinaryTest, LogrotateWithTheShippedFileUnderLoadLosesAndRepeatsNoLine) {
     EXPECT_EQ(std::set<std::string>(targets.begin(), targets.end()).size(), targets.size())
         << "no line twice";
     std::filesystem::remove_all(dir);
+}
+
+TEST(BinaryTest, ASecondTarryOnABusyPortExitsTwoAndTheFirstServesOn) {
+    tarry_process first({"--workers", "2"});
+    const std::string where = "127.0.0.1:" + std::to_string(first.port());
+    const result second = run_tarry("--listen " + where + " --workers 2");
+    EXPECT_EQ(second.status, 2) << second.output;
+    EXPECT_NE(
+        second.output.find("tarry: listen: " + where + " is already in use by another process"),
+        std::string::npos)
+        << second.output;
+    EXPECT_EQ(std::count(second.output.begin(), second.output.end(), '\n'), 1) << second.output;
+    for (int i = 0; i < 8; ++i) { // every new connection still reaches the first
+        test_client c(first.port());
+        ASSERT_TRUE(c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
+        const auto r = c.read_response();
+        ASSERT_TRUE(r.has_value());
+        EXPECT_EQ(r->status, 200);
+    }
+    EXPECT_EQ(first.stop(), 0);
+}
+
+TEST(BinaryTest, APortAnotherProgramSharesWithReusePortIsRefused) {
+    // Something else that set SO_REUSEPORT itself, as tarry's workers do.
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(fd, 16), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    const std::string where = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    const result r = run_tarry("--listen " + where);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("is already in use by another process"), std::string::npos) << r.output;
+    ::close(fd);
 }
 
 } // namespace

@@ -141,6 +141,17 @@ TEST(AdminTest, MetricsAndHealthOnTheAdminAddressOnly) {
     EXPECT_NE(m.find("tarry_date_refreshes_total"), std::string::npos);
     EXPECT_EQ(http_get(admin_port, "/healthz"), "200\nok\n");
     EXPECT_EQ(http_get(admin_port, "/nope").substr(0, 4), "404\n");
+    EXPECT_NE(m.find("tarry_build_info{version=\""), std::string::npos) << m;
+    // HEAD, as balancers' health checks send it: 200 and the length, no body.
+    for (const std::string path : {"/healthz", "/metrics"}) {
+        test_client c(admin_port);
+        ASSERT_TRUE(c.send("HEAD " + path + " HTTP/1.1\r\nHost: admin\r\n\r\n"));
+        ASSERT_TRUE(c.wait_closed(5s).has_value());
+        const std::string& bytes = c.pending();
+        EXPECT_EQ(bytes.substr(0, 15), "HTTP/1.1 200 OK") << path << ": " << bytes;
+        EXPECT_NE(bytes.find("Content-Length: "), std::string::npos) << bytes;
+        EXPECT_TRUE(bytes.ends_with("\r\n\r\n")) << path << ": no body after the head: " << bytes;
+    }
     // The main listener never serves them.
     EXPECT_EQ(http_get(port, "/metrics"), "200\nHello, World!");
     srv.stop();
