@@ -1,6 +1,7 @@
 #include "build_info.hpp"
 #include "config.hpp"
 #include "man_page.hpp"
+#include "preflight.hpp"
 #include "server.hpp"
 
 #include <spdlog/spdlog.h>
@@ -30,6 +31,12 @@ int main(int argc, char** argv) {
         std::fputs(man_page(TARRY_VERSION).c_str(), stdout);
         return 0;
     case command_line::action::check_config:
+        try {
+            preflight(cl.cfg);
+        } catch (const config_error& e) {
+            std::fprintf(stderr, "tarry: %s\n", e.what());
+            return 2;
+        }
         std::puts("tarry: configuration OK");
         return 0;
     case command_line::action::run:

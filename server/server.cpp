@@ -2,6 +2,7 @@
 
 #include "admin.hpp"
 #include "metrics_text.hpp"
+#include "preflight.hpp"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -35,6 +36,7 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
     // send() is called with MSG_NOSIGNAL, but sendfile() has no such flag: a client that resets
     // while a file streams would otherwise kill the process.
     std::signal(SIGPIPE, SIG_IGN);
+    preflight(cfg_); // what would fail later (a docroot, the log's directory) fails now
     if (cfg_.access_log) access_ = open_access_log(*cfg_.access_log);
     for (unsigned i = 0; i < worker_count_; ++i) {
         workers_.push_back(std::make_unique<worker>(i, cfg_, worker_count_, access_));
@@ -224,6 +226,7 @@ bool server::reload() {
             spdlog::info("reload: no configuration file to re-read");
             return true;
         }
+        preflight(next);
         for (auto& w : workers_)
             routers.push_back(build_router(next, custom_, w->handlers()));
         added = new_listeners(next.listen, cfg_.listen);

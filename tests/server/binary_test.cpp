@@ -152,6 +152,39 @@ TEST(BinaryTest, CheckConfigAcceptsTheExample) {
     EXPECT_EQ(r.status, 0) << r.output;
 }
 
+TEST(BinaryTest, CheckConfigRefusesWhatAStartWouldRefuse) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("tarry_pre_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir / "www");
+    std::ofstream(dir / "file") << "x";
+    const std::string d = dir.string();
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"--docroot " + d + "/missing", "tarry: docroot: " + d + "/missing does not exist"},
+        {"--docroot " + d + "/file", "tarry: docroot: " + d + "/file is not a directory"},
+        {"--access-log " + d + "/nodir/access.log",
+         "tarry: access_log: the directory " + d + "/nodir does not exist"},
+    };
+    for (const auto& [args, line] : cases) {
+        const result r = run_tarry("--check-config " + args);
+        EXPECT_EQ(r.status, 2) << args << ": " << r.output;
+        EXPECT_EQ(r.output, line + "\n") << args;
+        // A start says the same, at once.
+        const result start = run_tarry("--listen 127.0.0.1:0 " + args);
+        EXPECT_EQ(start.status, 2) << args << ": " << start.output;
+        EXPECT_EQ(start.output, line + "\n") << args;
+    }
+    const auto route =
+        write_file("route.toml", "[[route]]\nprefix = \"/s/\"\ndocroot = \"" + d + "/gone\"\n");
+    const result r = run_tarry("--check-config --config " + route.string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("route[1].docroot: " + d + "/gone does not exist"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(
+        run_tarry("--check-config --docroot " + d + "/www --access-log " + d + "/a.log").status, 0);
+    std::filesystem::remove(route);
+    std::filesystem::remove_all(dir);
+}
+
 TEST(BinaryTest, SigtermWithARequestInFlightAnswersItAndExitsZero) {
     const std::uint16_t port = free_port();
     const pid_t pid = ::fork();

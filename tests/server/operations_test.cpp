@@ -67,6 +67,32 @@ TEST_F(ReloadTest, AnInvalidFileIsRejectedAndTheOldSettingsStay) {
     EXPECT_TRUE(r->has("Keep-Alive: timeout=19"));
 }
 
+TEST_F(ReloadTest, AReloadToAMissingDocrootIsRejectedThenAGoodOneApplies) {
+    const auto port = free_port();
+    const auto www =
+        std::filesystem::temp_directory_path() / ("tarry_reload_www_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(www);
+    std::ofstream(www / "index.html") << "new";
+    const std::string listen = "listen = \"127.0.0.1:" + std::to_string(port) + "\"\n";
+    write(listen);
+    start();
+    write(listen + "docroot = \"" + www.string() + "-missing\"\n");
+    EXPECT_FALSE(srv->request_reload().get()) << "a docroot that does not exist";
+    test_client c(port);
+    ASSERT_TRUE(c.send(get));
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "Hello, World!") << "the old configuration stays";
+    write(listen + "docroot = \"" + www.string() + "\"\n");
+    EXPECT_TRUE(srv->request_reload().get());
+    test_client d(port);
+    ASSERT_TRUE(d.send("GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n"));
+    r = d.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, "new");
+    std::filesystem::remove_all(www);
+}
+
 TEST_F(ReloadTest, ListenersAddedAndRemovedFollowTheFile) {
     const auto p1 = free_port();
     const auto p2 = free_port();

@@ -1,0 +1,12 @@
+#pragma once
+
+#include "config.hpp"
+
+namespace tarry::server {
+
+/// What a start would refuse, checked without starting: every document root is a readable
+/// directory, the access log's directory exists and is writable (and so is the file, if it is
+/// there). Throws config_error naming the key, for `--check-config`, a start and a reload alike.
+void preflight(const config& cfg);
+
+} // namespace tarry::server
