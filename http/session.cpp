@@ -205,6 +205,12 @@ void exchange::shutdown_output() {
 
 void exchange::resume_body() {
     session& s = owner();
+    if (s.state_ && s.state_->delivering) {
+        // From within on_body(), which then returns what it took: the session offers the rest
+        // again rather than pausing (a pause now would never be resumed).
+        s.state_->resumed = true;
+        return;
+    }
     if (!s.body_paused_) return;
     s.body_paused_ = false;
     if (s.run_ == nullptr) s.transport_->wake();
@@ -215,9 +221,20 @@ void exchange::resume_body() {
 std::size_t session::request_state::on_body(std::string_view bytes) {
     session& s = *owner;
     if (!s.body_to_handler_ || answer == nullptr) return bytes.size(); // discarded
+    delivering = true;
+    resumed = false;
     const std::size_t taken = answer->on_body(bytes);
-    if (taken < bytes.size()) s.body_paused_ = true;
+    delivering = false;
+    if (taken < bytes.size()) s.paused_or_again(resumed);
     return taken;
+}
+
+void session::paused_or_again(bool resumed) noexcept {
+    if (!resumed) {
+        body_paused_ = true; // until resume_body()
+        return;
+    }
+    if (transport_ != nullptr) transport_->wake(); // room again: the connection offers the rest
 }
 
 void session::release_kept() noexcept {
@@ -294,8 +311,13 @@ std::size_t session::tunnel_in(const char* data, std::size_t size) {
     // (the two directions do not wait for each other).
     deferred* d = deferred_answer();
     if (d == nullptr || body_paused_ || body_done_ || size == 0) return 0;
+    state_->delivering = true;
+    state_->resumed = false;
     const std::size_t taken = d->on_body(std::string_view(data, size));
-    if (taken < size) body_paused_ = true;
+    if (state_) {
+        state_->delivering = false;
+        if (taken < size) paused_or_again(state_->resumed);
+    }
     return taken;
 }
 
@@ -403,10 +425,14 @@ void session::dispatch() {
 
 void session::emit(std::string& out, response_head& head, std::string_view date) {
     append_head(out, head, date);
-    exchange_log* log = run_ != nullptr ? run_->log : nullptr;
-    if (log == nullptr) return;
     const request_head* req = state_ ? &state_->head : nullptr;
-    log->on_response(req, head.status, head_only_ || head.length_unknown ? 0 : head.content_length);
+    const std::uint64_t bytes = head_only_ || head.length_unknown ? 0 : head.content_length;
+    // Every response, the deferred ones too (a proxied answer comes outside consume()).
+    if (transport_ != nullptr) {
+        transport_->responded(req, head.status, bytes);
+    } else if (run_ != nullptr && run_->log != nullptr) {
+        run_->log->on_response(req, head.status, bytes);
+    }
 }
 
 void session::fail(unsigned status, std::string& out, std::string_view date) {

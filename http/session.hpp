@@ -25,8 +25,9 @@ struct session_settings {
     const router* routes = nullptr; ///< null, or no route matches: the built-in answer
 };
 
-/// Told of each response a session writes: an access log. `request` is null when the bytes
-/// never made a request (a malformed request line).
+/// Told of each response a session without a transport writes within consume() (a session
+/// with one tells its transport instead: session_transport::responded). `request` is null when
+/// the bytes never made a request (a malformed request line).
 class exchange_log {
 public:
     virtual void on_response(const request_head* request, unsigned status,
@@ -50,6 +51,12 @@ public:
     /// The client's address ("192.0.2.1", "2001:db8::1"), valid until the next call; empty if
     /// unknown. Looked up when asked: most requests never need it.
     [[nodiscard]] virtual std::string_view peer() noexcept { return {}; }
+    /// A response head was written (now, or by a handler answering later): for the access log
+    /// and the response metrics. `request` is null when the bytes never made a request.
+    virtual void responded(const request_head* request, unsigned status,
+                           std::uint64_t body_bytes) noexcept {
+        (void)request, (void)status, (void)body_bytes;
+    }
 
 protected:
     session_transport() = default;
@@ -234,6 +241,8 @@ private:
     struct request_state final : request_body_sink {
         request_head head;
         tunnel mode = tunnel::none; ///< a tunnel after a 101
+        bool delivering = false;    ///< the answer's on_body() is running
+        bool resumed = false;       ///< ... and it called resume_body(): it has room again
         std::optional<request_parser> parser;
         std::shared_ptr<handler> held; ///< the route's handler, while an answer is deferred
         deferred* answer = nullptr;    ///< the handler's state while it answers later
@@ -259,6 +268,9 @@ private:
 
     void dispatch();
     std::size_t tunnel_in(const char* data, std::size_t size);
+    /// The answer took fewer body bytes than offered: paused, unless it said meanwhile that it
+    /// has room again (then the rest is offered at once).
+    void paused_or_again(bool resumed) noexcept;
     void start_response(response_head& head);
     void finish_request() noexcept;
     void end_response() noexcept;

@@ -92,7 +92,11 @@ void connection::on_events(std::uint32_t events) noexcept {
 }
 
 io_state& connection::io() {
-    if (!io_) io_ = io_states::take();
+    if (!io_) {
+        io_ = io_states::take();
+        io_->request_start = ctx_.poll.reaped(); // the first byte of a request is here
+        io_->measured = session_.requests();
+    }
     return *io_;
 }
 
@@ -107,6 +111,30 @@ std::string_view connection::date() noexcept {
 void connection::release_kept() noexcept {
     io_states::release();
     http::session::release_kept();
+}
+
+void connection::responded(const http::request_head* request, unsigned status,
+                           std::uint64_t body_bytes) noexcept {
+    worker_metrics& m = ctx_.metrics;
+    m.requests.add();
+    m.responses[std::min<unsigned>(std::max(status / 100, 1U), 5U) - 1].add();
+    if (access_log* log = ctx_.settings.access) log->write(fd_, request, status, body_bytes);
+}
+
+void connection::measure_written() noexcept {
+    // Every response whose last byte just went out: its duration, from its request's first
+    // byte. One clock reading per write that completes responses, none otherwise.
+    if (!io_ || session_.has_file()) return;
+    const std::uint32_t done = session_.requests() - io_->measured;
+    if (done == 0) return;
+    const auto now = timeouts::clock::now();
+    const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(now - io_->request_start).count();
+    for (std::uint32_t i = 0; i < done; ++i)
+        ctx_.metrics.took(us);
+    io_->measured = session_.requests();
+    io_->request_start = now; // a request pipelined behind them is timed from here
+    io_->written_at = now;    // the keep-alive deadline starts here too: no second reading
 }
 
 std::string_view connection::peer() noexcept {
@@ -215,15 +243,8 @@ void connection::drive(bool fresh) {
             if (age != timeouts::clock::duration::zero() &&
                 std::chrono::milliseconds(clock_ms(timeouts::clock::now()) - born_ms_) >= age)
                 session_.retire();
-            const std::uint32_t before = session_.requests();
-            std::size_t used = 0;
-            if (access_log* log = ctx_.settings.access) {
-                connection_log entry(*log, fd_);
-                used = session_.consume(io.in.data(), io.in_len, io.out, ctx_.date.value(), &entry);
-            } else {
-                used = session_.consume(io.in.data(), io.in_len, io.out, ctx_.date.value());
-            }
-            ctx_.metrics.requests.add(static_cast<std::uint32_t>(session_.requests() - before));
+            const std::size_t used =
+                session_.consume(io.in.data(), io.in_len, io.out, ctx_.date.value());
             if (used != 0) {
                 io.in_len -= static_cast<std::uint32_t>(used);
                 if (io.in_len != 0) std::memmove(io.in.data(), io.in.data() + used, io.in_len);
@@ -238,6 +259,7 @@ void connection::drive(bool fresh) {
                 if (closed_ || !session_.tunneling()) return;
                 out_waiting = true;
             } else {
+                measure_written();
                 session_.output_drained();
                 fresh = true;
                 continue;
@@ -276,11 +298,13 @@ void connection::drive(bool fresh) {
             if (!out_waiting) wait(false);
             return;
         }
-        if (io_ && io_->in_len == io_->in.size() &&
+        if (io_ && io_->in_len != 0 && io_->in_len == io_->in.size() &&
             session_.current_phase() != http::session::phase::headers &&
             (session_.body_paused() || session_.current_phase() == http::session::phase::waiting)) {
             // The handler holds the request and the buffer is full (a paused body, or
             // pipelined requests behind an answer still to come): read again when it is done.
+            // (A buffer just taken is empty, size 0: not full. Taken for a tunnel's output, it
+            // once read as full here, and the tunnel stopped reading the client for good.)
             if (!out_waiting) wait(false);
             return;
         }
@@ -314,6 +338,7 @@ bool connection::read_some() {
         const ssize_t n = ::recv(fd_, io.in.data() + io.in_len, space, 0);
         if (n > 0) {
             io.in_len += static_cast<std::uint32_t>(n);
+            ctx_.metrics.received_bytes.add(n);
             // A tunnel's bytes are taken as they come: one that fills the buffer is a burst, and
             // the next read gets twice the room (given back when the tunnel goes quiet).
             if (static_cast<std::size_t>(n) == space && session_.tunneling() &&
@@ -346,6 +371,7 @@ bool connection::write_pending() {
                 ::send(fd_, io.out.data() + io.out_off, io.out.size() - io.out_off, MSG_NOSIGNAL);
             if (n >= 0) {
                 io.out_off += static_cast<std::uint32_t>(n);
+                ctx_.metrics.sent_bytes.add(n);
                 if (io.out_off < io.out.size()) break; // the send buffer is full
                 io.out.clear();
                 io.out_off = 0;
@@ -391,6 +417,7 @@ bool connection::send_file() {
             f.offset += static_cast<std::uint64_t>(n);
             f.remaining -= static_cast<std::uint64_t>(n);
             sent += static_cast<std::uint64_t>(n);
+            ctx_.metrics.sent_bytes.add(n);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -407,6 +434,7 @@ bool connection::send_file() {
         return false;
     }
     session_.file_done();
+    measure_written();
     return true;
 }
 
@@ -476,7 +504,16 @@ void connection::enter(conn_phase p, bool touch_if_same) {
     const timeouts::clock::duration d = s.timeout_for(p);
     const timeouts::timeout_kind& k = kind_for(p);
     if (same && idle_.idle_timeout() == d && idle_.kind() == &k) {
-        if (touch_if_same) timeout_registry::touch(idle_);
+        if (touch_if_same) {
+            // Just after a response went out, its end is the time: the reading measure_written()
+            // took (once; a later touch reads the clock).
+            if (io_ && io_->written_at != timeouts::clock::time_point{}) {
+                timeout_registry::touch(idle_, io_->written_at);
+                io_->written_at = {};
+            } else {
+                timeout_registry::touch(idle_);
+            }
+        }
         return;
     }
     // A new phase, or a reload changed this phase's duration: move lists.

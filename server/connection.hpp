@@ -30,7 +30,10 @@ struct io_state {
     std::string in;                   ///< request bytes: in_len of them, from the start
     std::string out;                  ///< queued responses, written from out_off
     char peer[INET6_ADDRSTRLEN] = {}; ///< the client's address as text, once asked; "" before
-    timeouts::clock::time_point phase_start{}; ///< when a phase with a total began
+    timeouts::clock::time_point phase_start{};   ///< when a phase with a total began
+    timeouts::clock::time_point request_start{}; ///< the first byte of the request in progress
+    timeouts::clock::time_point written_at{};    ///< the last response's end, when just measured
+    std::uint32_t measured = 0;                  ///< session requests() whose duration is counted
     std::uint32_t in_len = 0;
     std::uint32_t out_off = 0;
 };
@@ -120,6 +123,8 @@ public:
     std::string_view date() noexcept override;
     void wake() noexcept override;
     std::string_view peer() noexcept override;
+    void responded(const http::request_head* request, unsigned status,
+                   std::uint64_t body_bytes) noexcept override;
 
 private:
     void drive(bool fresh = true);
@@ -133,6 +138,7 @@ private:
     void finish();
     void on_timeout() noexcept;
     void release_buffers() noexcept;
+    void measure_written() noexcept;
     void nodelay() noexcept;
 
     /// The request in progress's buffers, taken now if the connection was idle.

@@ -216,8 +216,38 @@ std::string render_metrics(const std::vector<worker*>& ws,
         fmt::format_to(std::back_inserter(out), "tarry_connections_by_phase{{phase=\"{}\"}} {}\n",
                        conn_phase_names[p],
                        sum(ws, [p](worker_metrics& m) { return m.phases[p].get(); }));
-    counter_line("tarry_requests_total", "counter", "Requests answered.",
+    counter_line("tarry_requests_total", "counter",
+                 "Responses written (error answers and proxied ones included).",
                  sum(ws, [](worker_metrics& m) { return m.requests.get(); }));
+    family(out, "tarry_responses_total", "counter", "Responses written, by status class.");
+    for (std::size_t c = 0; c < 5; ++c)
+        fmt::format_to(std::back_inserter(out), "tarry_responses_total{{code=\"{}xx\"}} {}\n",
+                       c + 1, sum(ws, [c](worker_metrics& m) { return m.responses[c].get(); }));
+    counter_line("tarry_received_bytes_total", "counter", "Bytes received from clients.",
+                 sum(ws, [](worker_metrics& m) { return m.received_bytes.get(); }));
+    counter_line("tarry_sent_bytes_total", "counter", "Bytes sent to clients (files included).",
+                 sum(ws, [](worker_metrics& m) { return m.sent_bytes.get(); }));
+    family(out, "tarry_request_duration_seconds", "histogram",
+           "From the first byte of a request to the last byte of its response.");
+    {
+        constexpr auto& bounds = worker_metrics::duration_bounds_us;
+        std::int64_t cumulative = 0;
+        for (std::size_t i = 0; i < bounds.size(); ++i) {
+            cumulative += sum(ws, [i](worker_metrics& m) { return m.duration_buckets[i].get(); });
+            fmt::format_to(std::back_inserter(out),
+                           "tarry_request_duration_seconds_bucket{{le=\"{}\"}} {}\n",
+                           static_cast<double>(bounds[i]) / 1e6, cumulative);
+        }
+        cumulative += sum(ws, [](worker_metrics& m) { return m.duration_buckets.back().get(); });
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_request_duration_seconds_bucket{{le=\"+Inf\"}} {0}\n"
+                       "tarry_request_duration_seconds_sum {1}\n"
+                       "tarry_request_duration_seconds_count {0}\n",
+                       cumulative,
+                       static_cast<double>(
+                           sum(ws, [](worker_metrics& m) { return m.duration_us_sum.get(); })) /
+                           1e6);
+    }
     counter_line("tarry_keep_alive_saved_total", "counter",
                  "Keep-alive deadlines that found a request waiting and served it.",
                  sum(ws, [](worker_metrics& m) { return m.saved_at_timeout.get(); }));

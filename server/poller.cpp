@@ -70,6 +70,7 @@ void poller::dispatch() {
     for (int round = 0; round < 4; ++round) {
         const int n = ::epoll_wait(epoll_.native_handle(), events_.data(),
                                    static_cast<int>(events_.size()), 0);
+        if (n > 0) reaped_ = timeouts::clock::now(); // one reading for the whole batch
         for (int i = 0; i < n; ++i) {
             const auto bits = reinterpret_cast<std::uintptr_t>(events_[i].data.ptr);
             if ((bits & connection_tag) != 0)

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <tarry/timeouts/idle_entry.hpp>
+
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <array>
@@ -58,6 +60,9 @@ public:
     void start();
     /// No more waiting: lets io_context::run() return once nothing else is pending.
     void stop() noexcept;
+    /// When the batch being dispatched was taken from epoll (one clock reading per batch): when
+    /// a request's first bytes were seen, for its duration.
+    [[nodiscard]] timeouts::clock::time_point reaped() const noexcept { return reaped_; }
 
 private:
     bool add(int fd, void* data, std::uint32_t events) noexcept;
@@ -66,6 +71,7 @@ private:
 
     boost::asio::posix::stream_descriptor epoll_;
     std::array<epoll_event, 512> events_{};
+    timeouts::clock::time_point reaped_{};
     bool stopped_ = false;
 };
 

@@ -46,7 +46,25 @@ struct worker_metrics {
     counter accepted;
     counter accept_errors;
     counter open;
-    counter requests;
+    counter requests;                 ///< responses written (error answers and deferred ones too)
+    std::array<counter, 5> responses; ///< by class: 1xx (101) .. 5xx
+    counter received_bytes;           ///< from clients
+    counter sent_bytes;               ///< to clients (files too)
+    /// Upper bounds of the request duration histogram, in microseconds: from the first byte of
+    /// a request (or the end of the response before it, for one pipelined behind it) to the last
+    /// byte of its response.
+    static constexpr std::array<std::int64_t, 12> duration_bounds_us{
+        500,    1'000,   2'500,   5'000,   10'000,    25'000,
+        50'000, 100'000, 250'000, 500'000, 1'000'000, 5'000'000};
+    std::array<counter, duration_bounds_us.size() + 1> duration_buckets; ///< the last: +Inf
+    counter duration_us_sum;
+    void took(std::int64_t us) noexcept {
+        std::size_t i = 0;
+        while (i < duration_bounds_us.size() && us > duration_bounds_us[i])
+            ++i;
+        duration_buckets[i].add();
+        duration_us_sum.add(us);
+    }
     counter saved_at_timeout; ///< keep-alive deadlines that found a request waiting, served it
     counter pressure_retires; ///< at the limit, recently used connections asked to close next
     std::array<counter, static_cast<std::size_t>(close_reason::count_)> closes;

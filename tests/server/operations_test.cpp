@@ -168,6 +168,16 @@ TEST(AdminTest, MetricsAndHealthOnTheAdminAddressOnly) {
     EXPECT_EQ(http_get(admin_port, "/healthz"), "200\nok\n");
     EXPECT_EQ(http_get(admin_port, "/nope").substr(0, 4), "404\n");
     EXPECT_NE(m.find("tarry_build_info{version=\""), std::string::npos) << m;
+    // The four a dashboard starts from: rate, errors, duration, and bytes.
+    EXPECT_NE(m.find("tarry_responses_total{code=\"2xx\"} 1\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("tarry_responses_total{code=\"4xx\"} 0\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("tarry_request_duration_seconds_count 1\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("tarry_request_duration_seconds_bucket{le=\"+Inf\"} 1\n"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find("tarry_received_bytes_total " + std::to_string(get.size()) + "\n"),
+              std::string::npos)
+        << m;
+    EXPECT_EQ(m.find("tarry_sent_bytes_total 0\n"), std::string::npos) << m;
     // HEAD, as balancers' health checks send it: 200 and the length, no body.
     for (const std::string path : {"/healthz", "/metrics"}) {
         test_client c(admin_port);

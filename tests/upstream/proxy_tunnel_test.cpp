@@ -252,18 +252,23 @@ TEST_F(ProxyTunnelTest, TheTwoDirectionsFlowIndependently) {
     ::fcntl(c.fd(), F_SETFL, ::fcntl(c.fd(), F_GETFL) | O_NONBLOCK);
     const std::string chunk(64 << 10, 'u');
     std::size_t sent = 0;
-    const auto deadline = steady::now() + 10s;
+    const auto deadline = steady::now() + 30s;
+    auto progressed = steady::now();
     while (sent < (16u << 20) && steady::now() < deadline) {
+        if (steady::now() - progressed > 3s) break; // no byte taken for 3 s: stalled
         const ssize_t n =
             ::send(c.fd(), chunk.data(), std::min(chunk.size(), (16u << 20) - sent), MSG_NOSIGNAL);
         if (n > 0) {
             sent += static_cast<std::size_t>(n);
+            progressed = steady::now();
             continue;
         }
         pollfd p{c.fd(), POLLOUT, 0};
         ::poll(&p, 1, 50);
     }
-    ASSERT_EQ(sent, 16u << 20) << "the way up stalled behind the way down";
+    ASSERT_EQ(sent, 16u << 20) << "the way up stalled behind the way down; the proxy took "
+                               << metrics().tunnel_bytes_up.get() << " up, gave "
+                               << metrics().tunnel_bytes_down.get() << " down";
     ::fcntl(c.fd(), F_SETFL, ::fcntl(c.fd(), F_GETFL) & ~O_NONBLOCK);
     c.shutdown_write();
     // Everything down, then the count of what went up, then the close.
