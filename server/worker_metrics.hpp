@@ -2,6 +2,8 @@
 
 #include "close_reason.hpp"
 
+#include <tarry/timeouts/expiry_stats.hpp>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -59,10 +61,7 @@ struct worker_metrics {
     std::array<counter, duration_bounds_us.size() + 1> duration_buckets; ///< the last: +Inf
     counter duration_us_sum;
     void took(std::int64_t us) noexcept {
-        std::size_t i = 0;
-        while (i < duration_bounds_us.size() && us > duration_bounds_us[i])
-            ++i;
-        duration_buckets[i].add();
+        duration_buckets[timeouts::bucket_of(duration_bounds_us, us)].add();
         duration_us_sum.add(us);
     }
     counter saved_at_timeout; ///< keep-alive deadlines that found a request waiting, served it

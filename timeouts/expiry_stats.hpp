@@ -9,6 +9,17 @@
 
 namespace tarry::timeouts {
 
+/// The bucket of a histogram with upper `bounds` (ascending; a last, implicit bucket is +Inf)
+/// that `value` falls in: the first bound at or above it, or bounds.size().
+template <std::size_t N>
+[[nodiscard]] constexpr std::size_t bucket_of(const std::array<std::int64_t, N>& bounds,
+                                              std::int64_t value) noexcept {
+    std::size_t i = 0;
+    while (i < N && value > bounds[i])
+        ++i;
+    return i;
+}
+
 /// Counts expiries and how late each ran (actual minus deadline), in the cumulative-bucket shape
 /// a Prometheus histogram wants. Recording is a handful of compares: it sits on the expiry path,
 /// never on the touch path. A timeout_registry keeps one (timeout_registry::stats()); sum the
@@ -34,10 +45,7 @@ struct expiry_stats {
         if (us < 0) us = 0;
         ++expired;
         late_sum_us += static_cast<std::uint64_t>(us);
-        std::size_t i = 0;
-        while (i < bounds_us.size() && us > bounds_us[i])
-            ++i;
-        ++late_buckets[i];
+        ++late_buckets[bucket_of(bounds_us, us)];
     }
 
     /// Records a wake that spent `took` expiring.

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <tarry/timeouts/expiry_stats.hpp>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -76,10 +78,7 @@ struct upstream_metrics {
     std::array<counter, response_bounds_us.size() + 1> response_buckets; ///< the last: +Inf
     counter response_us_sum;
     void responded(std::int64_t us) noexcept {
-        std::size_t i = 0;
-        while (i < response_bounds_us.size() && us > response_bounds_us[i])
-            ++i;
-        response_buckets[i].add();
+        response_buckets[timeouts::bucket_of(response_bounds_us, us)].add();
         response_us_sum.add(us);
     }
 
