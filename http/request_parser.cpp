@@ -546,6 +546,12 @@ void request_parser::on_field_impl(bh::field name, boost::beast::string_view,
     case bh::field::transfer_encoding:
         on_transfer_encoding(value, ec);
         return;
+    case bh::field::referer:
+        head_.referer = value;
+        return;
+    case bh::field::user_agent:
+        head_.user_agent = value;
+        return;
     case bh::field::expect:
         if (boost::beast::iequals(trim_ows(value), "100-continue")) {
             // An HTTP/1.0 client never gets a 1xx: ignore its expectation (RFC 9110, 10.1.1).

@@ -14,8 +14,10 @@ namespace tarry::http {
 struct request_head {
     boost::beast::http::verb method = boost::beast::http::verb::unknown;
     int version = 11;
-    std::string target; ///< origin-form path and query ("*" for OPTIONS *)
-    std::string host;   ///< the Host field, or the authority of an absolute-form target
+    std::string target;     ///< origin-form path and query ("*" for OPTIONS *)
+    std::string host;       ///< the Host field, or the authority of an absolute-form target
+    std::string referer;    ///< the Referer field, for the access log ("" if none)
+    std::string user_agent; ///< the User-Agent field, for the access log ("" if none)
     bool expect_continue = false;
     /// The whole header block (request line through the empty line), validated; only while
     /// the handler's on_request() runs. find_field() reads fields out of it.
@@ -26,6 +28,8 @@ struct request_head {
         version = 11;
         target.clear();
         host.clear();
+        referer.clear();
+        user_agent.clear();
         expect_continue = false;
         header = {};
     }

@@ -70,9 +70,34 @@ int open_log(const std::filesystem::path& path) {
 /// The most a buffer holds before it is written at once.
 constexpr std::size_t buffer_bytes = 64 << 10;
 
+/// `s` for a JSON string: DQUOTE, backslash, control bytes and bytes >= 0x7f as \u00HH (so the
+/// line stays ASCII, and valid JSON whatever bytes the client sent).
+std::string json_escaped(std::string_view s) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size());
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (needs_escape(c)) {
+            out += "\\u00";
+            out += hex[c >> 4];
+            out += hex[c & 0xf];
+        } else {
+            out += ch;
+        }
+    }
+    return out;
+}
+
 } // namespace
 
-access_log::access_log(const std::filesystem::path& path) : path_(path) {
+access_log::format access_log::format_named(std::string_view name) noexcept {
+    if (name == "combined") return format::combined;
+    if (name == "json") return format::json;
+    return format::common;
+}
+
+access_log::access_log(const std::filesystem::path& path, format f) : path_(path), format_(f) {
     if (path == "-") {
         fd_ = STDOUT_FILENO;
     } else {
@@ -95,17 +120,44 @@ void access_log::write(int fd, const http::request_head* request, unsigned statu
         std::tm tm{};
         gmtime_r(&now, &tm);
         fmt::memory_buffer line;
-        if (request != nullptr) {
-            fmt::format_to(std::back_inserter(line),
-                           "{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"{} {} HTTP/{}.{}\" {} {}\n",
-                           peer_of(fd), tm,
-                           std::string_view(boost::beast::http::to_string(request->method)),
-                           escaped(request->target), request->version / 10, request->version % 10,
-                           status, body_bytes);
+        const auto out = std::back_inserter(line);
+        const std::string peer = peer_of(fd);
+        if (format_ == format::json) {
+            fmt::format_to(out, R"({{"time":"{:%Y-%m-%dT%H:%M:%SZ}","remote_addr":"{}",)", tm,
+                           peer);
+            if (request != nullptr) {
+                fmt::format_to(
+                    out, R"("method":"{}","target":"{}","protocol":"HTTP/{}.{}",)",
+                    json_escaped(std::string_view(boost::beast::http::to_string(request->method))),
+                    json_escaped(request->target), request->version / 10, request->version % 10);
+            }
+            fmt::format_to(out, R"("status":{},"body_bytes":{})", status, body_bytes);
+            if (request != nullptr) {
+                fmt::format_to(out, R"(,"referer":"{}","user_agent":"{}")",
+                               json_escaped(request->referer), json_escaped(request->user_agent));
+            }
+            fmt::format_to(out, "}}\n");
         } else {
-            fmt::format_to(std::back_inserter(line),
-                           "{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"-\" {} {}\n", peer_of(fd), tm,
-                           status, body_bytes);
+            if (request != nullptr) {
+                fmt::format_to(
+                    out, "{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"{} {} HTTP/{}.{}\" {} {}", peer, tm,
+                    std::string_view(boost::beast::http::to_string(request->method)),
+                    escaped(request->target), request->version / 10, request->version % 10, status,
+                    body_bytes);
+            } else {
+                fmt::format_to(out, "{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"-\" {} {}", peer, tm,
+                               status, body_bytes);
+            }
+            if (format_ == format::combined) {
+                // nginx writes "-" for a field the request did not have.
+                const auto field = [request](std::string http::request_head::*f) {
+                    return request == nullptr || (request->*f).empty() ? std::string("-")
+                                                                       : escaped(request->*f);
+                };
+                fmt::format_to(out, " \"{}\" \"{}\"", field(&http::request_head::referer),
+                               field(&http::request_head::user_agent));
+            }
+            line.push_back('\n');
         }
         const std::lock_guard lock(mu_);
         first = buf_.empty();

@@ -12,8 +12,10 @@ namespace tarry::server {
 
 /// The access log: one line per response in the Common Log Format
 ///   127.0.0.1 - - [21/Nov/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 13
-/// The target is written with DQUOTE, backslash, control bytes and bytes >= 0x80 as \xHH, as
-/// nginx does, so no request can end the quoted field or the line and forge a log entry.
+/// or nginx's combined (with "REFERER" "USER-AGENT"), or one JSON object per line. What the
+/// client sent (target, referer, user agent) is written with DQUOTE, backslash, control bytes and
+/// bytes >= 0x7f as \xHH (\u00HH in JSON), as nginx does, so no request can end a quoted field
+/// or the line and forge a log entry.
 /// Off by default. When off, a connection passes no observer to its session: the cost is one
 /// null check per read. When on, one instance is shared by all workers.
 ///
@@ -24,8 +26,16 @@ namespace tarry::server {
 /// reopen its file, and its flush is per line or never.
 class access_log {
 public:
+    enum class format {
+        common,   ///< 127.0.0.1 - - [21/Nov/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 13
+        combined, ///< common, then "REFERER" "USER-AGENT" (nginx's default)
+        json,     ///< {"time":"2026-11-21T13:55:36Z","remote_addr":"127.0.0.1",...}
+    };
+    /// "common", "combined" or "json" (the configuration checked it).
+    static format format_named(std::string_view name) noexcept;
+
     /// Opens `path` for appending ("-": standard output). Throws std::system_error on failure.
-    explicit access_log(const std::filesystem::path& path);
+    explicit access_log(const std::filesystem::path& path, format f = format::common);
     access_log(const access_log&) = delete;
     access_log& operator=(const access_log&) = delete;
     ~access_log();
@@ -49,6 +59,7 @@ private:
     void write_out() noexcept; ///< with mu_ held
 
     std::filesystem::path path_;
+    format format_;
     std::mutex mu_;
     std::string buf_; ///< lines not yet written
     int fd_ = -1;

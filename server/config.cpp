@@ -816,12 +816,24 @@ constexpr std::array setting_rows{
                     v.what());
             }},
     setting{"access_log", "--access-log", "FILE",
-            "Append one Common Log Format line per response to this file (\"-\": standard "
-            "output). Unset: off.",
+            "Append one line per response to this file (\"-\": standard output), in "
+            "access_log_format. SIGUSR1 reopens it (logrotate). Unset: off.",
             "", false, false,
             [](config& c, const setting_value& v) {
                 c.access_log =
                     read_path(v, R"(a file path or "-")", R"(expected a file path string or "-")");
+            }},
+    setting{"access_log_format", "--access-log-format", "FORMAT",
+            "The access log's line: common (the Common Log Format), combined (nginx's default: "
+            "common with the Referer and User-Agent) or json (one object per line).",
+            R"("common")", false, false,
+            [](config& c, const setting_value& v) {
+                const std::string& text =
+                    read_string(v, R"(expected "common", "combined" or "json")");
+                if (text != "common" && text != "combined" && text != "json")
+                    fail(v.what(),
+                         R"(expected "common", "combined" or "json", got )" + quote(text));
+                c.access_log_format = text;
             }},
     setting{"expire_batch", "", "N",
             "Timeout expiries handled per timer wake-up before other work gets a turn.", "16",

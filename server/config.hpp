@@ -90,6 +90,7 @@ struct config {
     std::optional<listen_address> admin_listen; ///< serves /metrics and /healthz; off by default
     std::string log_level = "info";             ///< trace, debug, info, warn, error, critical, off
     std::optional<std::filesystem::path> access_log; ///< off by default; "-" is stdout
+    std::string access_log_format = "common";        ///< common, combined (nginx's) or json
     std::size_t expire_batch =
         timeouts::timeout_registry::default_expire_batch; ///< expiry callbacks per timer wake
     bool timeouts = true;         ///< false only to measure what enforcing them costs

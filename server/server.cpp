@@ -37,7 +37,7 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
     // while a file streams would otherwise kill the process.
     std::signal(SIGPIPE, SIG_IGN);
     preflight(cfg_); // what would fail later (a docroot, the log's directory) fails now
-    if (cfg_.access_log) access_ = open_access_log(*cfg_.access_log);
+    if (cfg_.access_log) access_ = open_access_log(*cfg_.access_log, cfg_.access_log_format);
     for (unsigned i = 0; i < worker_count_; ++i) {
         workers_.push_back(std::make_unique<worker>(i, cfg_, worker_count_, access_));
         workers_.back()->set_router(build_router(cfg_, custom_, workers_.back()->handlers()));
@@ -183,8 +183,9 @@ std::future<bool> server::request_reload() {
     return f;
 }
 
-std::shared_ptr<access_log> server::open_access_log(const std::filesystem::path& path) {
-    auto log = std::make_shared<access_log>(path);
+std::shared_ptr<access_log> server::open_access_log(const std::filesystem::path& path,
+                                                    const std::string& format) {
+    auto log = std::make_shared<access_log>(path, access_log::format_named(format));
     std::weak_ptr<access_log> weak = log;
     log->on_waiting([this, weak] {
         boost::asio::post(io_, [this, weak] {
@@ -230,8 +231,9 @@ bool server::reload() {
         for (auto& w : workers_)
             routers.push_back(build_router(next, custom_, w->handlers()));
         added = new_listeners(next.listen, cfg_.listen);
-        if (next.access_log != cfg_.access_log)
-            access = next.access_log ? open_access_log(*next.access_log) : nullptr;
+        if (next.access_log != cfg_.access_log || next.access_log_format != cfg_.access_log_format)
+            access = next.access_log ? open_access_log(*next.access_log, next.access_log_format)
+                                     : nullptr;
         if (next.admin_listen != cfg_.admin_listen && next.admin_listen)
             next_admin = std::make_unique<admin>(
                 io_, *next.admin_listen, [this] { return metrics(); },

@@ -54,7 +54,8 @@ private:
     void wait_signal();
     bool reload();
     /// The access log at `path`, its waiting lines flushed within a second by log_flush_.
-    std::shared_ptr<access_log> open_access_log(const std::filesystem::path& path);
+    std::shared_ptr<access_log> open_access_log(const std::filesystem::path& path,
+                                                const std::string& format);
     void flush_soon(std::shared_ptr<access_log> log);
     void open_listeners(const std::vector<listen_address>& addrs);
     /// For each worker, bound listeners for the addresses of `wanted` not in `open` (port 0:

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -53,6 +54,45 @@ TEST_F(AccessLogTest, QuotesBackslashesControlAndHighBytesAreEscaped) {
               std::string::npos)
         << line;
     EXPECT_EQ(line.find('\n'), line.size() - 1); // one line
+}
+
+std::string line_in(const std::filesystem::path& path, server::access_log::format f,
+                    const http::request_head& head) {
+    {
+        server::access_log log(path, f);
+        log.write(-1, &head, 200, 13);
+        log.write(-1, nullptr, 400, 0); // bytes that never made a request
+    }
+    return read_file(path);
+}
+
+TEST_F(AccessLogTest, CombinedAddsTheRefererAndTheUserAgentAsNginxDoes) {
+    http::request_head head;
+    head.method = boost::beast::http::verb::get;
+    head.target = "/a";
+    head.user_agent = "curl/7.88.1 \"quoted\"";
+    const std::string text = line_in(path, server::access_log::format::combined, head);
+    EXPECT_NE(text.find(" \"GET /a HTTP/1.1\" 200 13 \"-\" \"curl/7.88.1 \\x22quoted\\x22\"\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find(" \"-\" 400 0 \"-\" \"-\"\n"), std::string::npos) << text;
+}
+
+TEST_F(AccessLogTest, JsonIsOneValidObjectPerLineWhateverTheClientSent) {
+    http::request_head head;
+    head.method = boost::beast::http::verb::post;
+    head.target = "/x\"\\\n\x01\xc0";
+    head.referer = "http://r/";
+    const std::string text = line_in(path, server::access_log::format::json, head);
+    const auto first = text.substr(0, text.find('\n') + 1);
+    EXPECT_NE(
+        first.find(
+            R"("remote_addr":"-","method":"POST","target":"/x\u0022\u005c\u000a\u0001\u00c0","protocol":"HTTP/1.1","status":200,"body_bytes":13,"referer":"http://r/","user_agent":""})"),
+        std::string::npos)
+        << first;
+    EXPECT_EQ(first.rfind("{\"time\":\"", 0), 0U) << first;
+    EXPECT_NE(text.find(R"("status":400,"body_bytes":0})"), std::string::npos) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
 }
 
 } // namespace

@@ -1316,5 +1316,14 @@ TEST_F(ConfigFileTest, AnUpstreamRouteMayRefuseUpgrades) {
     EXPECT_EQ(c.upstreams.at(0).tunnel_idle_timeout, 1h);
 }
 
+TEST_F(ConfigFileTest, AccessLogFormatIsOneOfThree) {
+    EXPECT_EQ(load("access_log_format = \"json\"\n").access_log_format, "json");
+    EXPECT_EQ(load("access_log_format = \"combined\"\n").access_log_format, "combined");
+    EXPECT_EQ(load("").access_log_format, "common");
+    EXPECT_TRUE(contains(load_error("access_log_format = \"xml\"\n", 1),
+                         "access_log_format: expected \"common\", \"combined\" or \"json\", "
+                         "got \"xml\""));
+}
+
 } // namespace
 } // namespace tarry::server::test
