@@ -60,7 +60,10 @@ int open_beneath(int root, const std::string& rel) {
     // O_NONBLOCK: opening a FIFO in the docroot must not block the worker (it is then not a
     // regular file, so 404); reads of regular files ignore the flag.
     how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    // Symlinks are followed while they stay beneath the root (a `current` link to a release,
+    // assets linked between releases); the kernel refuses, at the open itself, any resolution
+    // that would leave it: `..` past the root, an absolute link, a link swapped meanwhile.
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     return static_cast<int>(
         ::syscall(SYS_openat2, root, rel.empty() ? "." : rel.c_str(), &how, sizeof how));
 }
@@ -78,8 +81,8 @@ unsigned status_for_errno(int err) noexcept {
     case ENOENT:
     case ENOTDIR:
     case ENAMETOOLONG:
-    case ELOOP:  // a symlink, refused by RESOLVE_NO_SYMLINKS
-    case EXDEV:  // an escape, refused by RESOLVE_BENEATH
+    case ELOOP:  // a symlink loop
+    case EXDEV:  // an escape, refused by RESOLVE_BENEATH (a link or `..` leaving the root)
     case ENXIO:  // a socket or a device without its driver
     case ENODEV: // likewise
         return 404;

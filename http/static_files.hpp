@@ -11,8 +11,9 @@ namespace tarry::http {
 
 /// Files under a document root, opened so that no request can reach outside it: the path is
 /// percent-decoded and normalised, `..` segments and encoded slashes are refused, and the open
-/// itself is openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), so the kernel refuses symlinks and
-/// escapes that string checks could miss.
+/// itself is openat2(RESOLVE_BENEATH), so the kernel follows a symlink only while it stays
+/// beneath the root and refuses escapes that string checks could miss (absolute links, `..`
+/// inside a link's target, a link swapped while requests are served).
 class static_files {
 public:
     /// Throws std::system_error if `root` is not an openable directory.

@@ -204,14 +204,27 @@ TEST_F(StaticFilesTest, EncodedSeparatorsNameNoFile) {
     expect("/%2e%2e%2foutside.txt", 404);
 }
 
-TEST_F(StaticFilesTest, SymlinksAreRefused) {
-    // RESOLVE_NO_SYMLINKS: whether a link points inside or outside the root.
+TEST_F(StaticFilesTest, SymlinksBeneathTheRootAreServedThoseThatLeaveItAreNot) {
+    // RESOLVE_BENEATH: a link is followed while it stays beneath the root.
+    expect("/link_in", 200, hello_text);
+    expect("/link_dir/index.html", 200, sub_index_text);
     expect("/link_out", 404);
-    expect("/link_in", 404);
-    expect("/link_dir", 404);
-    expect("/link_dir/index.html", 404);
     expect("/link_abs/hostname", 404);
     expect("/link_abs/passwd", 404);
+    // `..` inside a link's target that climbs out, and one that stays in.
+    fs::create_symlink("sub/../../outside.txt", root / "link_climb");
+    fs::create_symlink("sub/../hello.txt", root / "link_back");
+    expect("/link_climb", 404);
+    expect("/link_back", 200, hello_text);
+    // A link swapped while files are served: each open resolves it anew, beneath the root.
+    fs::create_symlink("hello.txt", root / "link_swap");
+    expect("/link_swap", 200, hello_text);
+    fs::remove(root / "link_swap");
+    fs::create_symlink("/etc/passwd", root / "link_swap");
+    expect("/link_swap", 404);
+    fs::remove(root / "link_swap");
+    fs::create_symlink("sub/note.txt", root / "link_swap");
+    expect("/link_swap", 200, "note\n");
 }
 
 TEST_F(StaticFilesTest, BadPercentEncodingIs400) {

@@ -93,6 +93,44 @@ TEST_F(ReloadTest, AReloadToAMissingDocrootIsRejectedThenAGoodOneApplies) {
     std::filesystem::remove_all(www);
 }
 
+TEST_F(ReloadTest, ASymlinkFlipDeployThenSighupServesTheNewRelease) {
+    namespace fs = std::filesystem;
+    const auto base = fs::temp_directory_path() / ("tarry_deploy_" + std::to_string(::getpid()));
+    fs::remove_all(base);
+    for (const std::string v : {"v1", "v2"}) {
+        fs::create_directories(base / "releases" / v / "assets");
+        std::ofstream(base / "releases" / v / "index.html") << v;
+    }
+    // Links inside a release (an asset under its versioned name) are served; a link to the
+    // shared directory beside the releases leaves the docroot and is not.
+    std::ofstream(base / "releases" / "v1" / "assets" / "logo.3f2a.txt") << "logo";
+    fs::create_symlink("logo.3f2a.txt", base / "releases" / "v1" / "assets" / "logo.txt");
+    fs::create_directories(base / "shared");
+    std::ofstream(base / "shared" / "secret.txt") << "secret";
+    fs::create_symlink("../../../shared/secret.txt",
+                       base / "releases" / "v1" / "assets" / "secret.txt");
+    fs::create_directory_symlink("releases/v1", base / "current");
+    const auto port = free_port();
+    const std::string listen = "listen = \"127.0.0.1:" + std::to_string(port) + "\"\n";
+    write(listen + "docroot = \"" + (base / "current").string() + "\"\n");
+    start();
+    const auto get_body = [&](const std::string& path) {
+        test_client c(port);
+        c.send("GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n");
+        const auto r = c.read_response();
+        return r ? std::to_string(r->status) + " " + r->body : std::string("none");
+    };
+    EXPECT_EQ(get_body("/index.html"), "200 v1");
+    EXPECT_EQ(get_body("/assets/logo.txt"), "200 logo");
+    EXPECT_EQ(get_body("/assets/secret.txt").substr(0, 3), "404");
+    // The flip: a new link renamed over the old one (atomic), then SIGHUP.
+    fs::create_directory_symlink("releases/v2", base / "current.new");
+    fs::rename(base / "current.new", base / "current");
+    ASSERT_TRUE(srv->request_reload().get());
+    EXPECT_EQ(get_body("/index.html"), "200 v2");
+    fs::remove_all(base);
+}
+
 TEST_F(ReloadTest, ListenersAddedAndRemovedFollowTheFile) {
     const auto p1 = free_port();
     const auto p2 = free_port();
