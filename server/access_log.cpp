@@ -38,18 +38,18 @@ bool needs_escape(unsigned char c) noexcept {
     return c == '"' || c == '\\' || c < 0x20 || c >= 0x7f;
 }
 
-/// `s` with every byte needs_escape() picks written as \xHH, as nginx writes it; the parser
-/// already refuses most of these in a target, but the log does not rely on it.
-std::string escaped(std::string_view s) {
-    static constexpr char hex[] = "0123456789ABCDEF";
+/// `s` with every byte needs_escape() picks written as `prefix` and two hex digits (from
+/// `digits`); the parser already refuses most of these in a target, but the log does not rely
+/// on it.
+std::string escaped_with(std::string_view s, std::string_view prefix, const char* digits) {
     std::string out;
     out.reserve(s.size());
     for (const char ch : s) {
         const auto c = static_cast<unsigned char>(ch);
         if (needs_escape(c)) {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 0xf];
+            out += prefix;
+            out += digits[c >> 4];
+            out += digits[c & 0xf];
         } else {
             out += ch;
         }
@@ -57,9 +57,15 @@ std::string escaped(std::string_view s) {
     return out;
 }
 
-} // namespace
+/// \xHH, as nginx writes its log lines.
+std::string escaped(std::string_view s) {
+    return escaped_with(s, "\\x", "0123456789ABCDEF");
+}
 
-namespace {
+/// For a JSON string: \u00HH, so the line stays ASCII and valid JSON whatever the client sent.
+std::string json_escaped(std::string_view s) {
+    return escaped_with(s, "\\u00", "0123456789abcdef");
+}
 
 int open_log(const std::filesystem::path& path) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -69,25 +75,6 @@ int open_log(const std::filesystem::path& path) {
 
 /// The most a buffer holds before it is written at once.
 constexpr std::size_t buffer_bytes = 64 << 10;
-
-/// `s` for a JSON string: DQUOTE, backslash, control bytes and bytes >= 0x7f as \u00HH (so the
-/// line stays ASCII, and valid JSON whatever bytes the client sent).
-std::string json_escaped(std::string_view s) {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(s.size());
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (needs_escape(c)) {
-            out += "\\u00";
-            out += hex[c >> 4];
-            out += hex[c & 0xf];
-        } else {
-            out += ch;
-        }
-    }
-    return out;
-}
 
 } // namespace
 
