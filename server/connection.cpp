@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace tarry::server {
 namespace {
@@ -96,6 +97,7 @@ io_state& connection::io() {
         io_ = io_states::take();
         io_->request_start = ctx_.poll.reaped(); // the first byte of a request is here
         io_->measured = session_.requests();
+        io_->written_at = {};
     }
     return *io_;
 }
@@ -488,6 +490,10 @@ void connection::wait(bool writable) {
 }
 
 void connection::enter(conn_phase p, bool touch_if_same) {
+    // The time a response just ended, if one did since the last phase decision: taken here
+    // whatever this decision is, so it never serves a later, unrelated touch.
+    const timeouts::clock::time_point written =
+        io_ ? std::exchange(io_->written_at, {}) : timeouts::clock::time_point{};
     const worker_settings& s = ctx_.settings;
     if (p != phase_) {
         worker_metrics& m = ctx_.metrics;
@@ -506,13 +512,11 @@ void connection::enter(conn_phase p, bool touch_if_same) {
     if (same && idle_.idle_timeout() == d && idle_.kind() == &k) {
         if (touch_if_same) {
             // Just after a response went out, its end is the time: the reading measure_written()
-            // took (once; a later touch reads the clock).
-            if (io_ && io_->written_at != timeouts::clock::time_point{}) {
-                timeout_registry::touch(idle_, io_->written_at);
-                io_->written_at = {};
-            } else {
+            // took (used once, by the next phase decision only: never a stale time).
+            if (written != timeouts::clock::time_point{})
+                timeout_registry::touch(idle_, written);
+            else
                 timeout_registry::touch(idle_);
-            }
         }
         return;
     }
