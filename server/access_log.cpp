@@ -4,9 +4,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,18 +16,6 @@
 
 namespace tarry::server {
 namespace {
-
-std::string peer_of(int fd) {
-    sockaddr_storage sa{};
-    socklen_t len = sizeof sa;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "-";
-    char buf[INET6_ADDRSTRLEN] = "-";
-    if (sa.ss_family == AF_INET)
-        ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&sa)->sin_addr, buf, sizeof buf);
-    else if (sa.ss_family == AF_INET6)
-        ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&sa)->sin6_addr, buf, sizeof buf);
-    return buf;
-}
 
 /// Whether nginx's access log escapes `c`: DQUOTE and backslash, which would end or confuse
 /// the quoted request field, control bytes (a newline would start a forged line, ESC drives
@@ -99,8 +85,8 @@ access_log::~access_log() {
     if (own_fd_) ::close(fd_);
 }
 
-void access_log::write(int fd, const http::request_head* request, unsigned status,
-                       std::uint64_t body_bytes) noexcept {
+void access_log::write(std::string_view peer_text, const http::request_head* request,
+                       unsigned status, std::uint64_t body_bytes) noexcept {
     bool first = false;
     try {
         const std::time_t now = std::time(nullptr);
@@ -108,7 +94,7 @@ void access_log::write(int fd, const http::request_head* request, unsigned statu
         gmtime_r(&now, &tm);
         fmt::memory_buffer line;
         const auto out = std::back_inserter(line);
-        const std::string peer = peer_of(fd);
+        const std::string_view peer = peer_text.empty() ? "-" : peer_text;
         if (format_ == format::json) {
             fmt::format_to(out, R"({{"time":"{:%Y-%m-%dT%H:%M:%SZ}","remote_addr":"{}",)", tm,
                            peer);

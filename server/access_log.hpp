@@ -40,8 +40,8 @@ public:
     access_log& operator=(const access_log&) = delete;
     ~access_log();
 
-    /// One response on the connection with socket `fd`.
-    void write(int fd, const http::request_head* request, unsigned status,
+    /// One response to the client at `peer` ("-" when empty: not known).
+    void write(std::string_view peer, const http::request_head* request, unsigned status,
                std::uint64_t body_bytes) noexcept;
 
     /// Writes what is buffered.
@@ -65,20 +65,6 @@ private:
     int fd_ = -1;
     bool own_fd_ = false; ///< not standard output
     std::function<void()> waiting_;
-};
-
-/// What a connection hands its session while logging: the connection's socket, for the address.
-class connection_log final : public http::exchange_log {
-public:
-    connection_log(access_log& log, int fd) noexcept : log_(log), fd_(fd) {}
-    void on_response(const http::request_head* request, unsigned status,
-                     std::uint64_t body_bytes) noexcept override {
-        log_.write(fd_, request, status, body_bytes);
-    }
-
-private:
-    access_log& log_;
-    int fd_;
 };
 
 } // namespace tarry::server

@@ -17,13 +17,14 @@ enum class close_reason : std::size_t {
     shutdown,           ///< graceful stop or its deadline
     pressure,           ///< an idle connection reclaimed for a new one (fd limit)
     error,              ///< an I/O error other than a reset
+    proxy_header,       ///< a proxy_protocol listener got no valid PROXY header
     count_
 };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(close_reason::count_)>
-    close_reason_names{"client_close", "keep_alive_timeout", "header_timeout",
-                       "body_timeout", "send_timeout",       "done",
-                       "shutdown",     "pressure",           "error"};
+    close_reason_names{
+        "client_close", "keep_alive_timeout", "header_timeout", "body_timeout", "send_timeout",
+        "done",         "shutdown",           "pressure",       "error",        "proxy_header"};
 // A std::array with too few initialisers compiles: an empty last name means one is missing.
 static_assert(!close_reason_names.back().empty());
 

@@ -133,7 +133,9 @@ std::optional<std::uint64_t> parse_digits(std::string_view digits) {
 constexpr std::string_view duration_expected = R"(expected a duration such as "65s" or "250ms")";
 constexpr std::string_view size_expected = R"(expected a size such as 16384, "16k" or "1MiB")";
 constexpr std::string_view listen_expected =
-    R"(expected HOST:PORT such as "127.0.0.1:8080", "[::1]:8080" or ":8080")";
+    R"(expected HOST:PORT such as "127.0.0.1:8080", "[::1]:8080" or ":8080", or unix:PATH)";
+constexpr std::string_view admin_expected =
+    R"(expected HOST:PORT such as "127.0.0.1:9090", "[::1]:9090" or ":9090")";
 
 struct scale {
     std::string_view suffix;
@@ -264,9 +266,10 @@ fs::path path_value(const std::string& text, const std::string& what, std::strin
 void add_listen(std::vector<listen_address>& list, const std::string& text,
                 const std::string& what) {
     listen_address address = parse_listen(text, what);
-    if (address.port != 0 && std::find(list.begin(), list.end(), address) != list.end()) {
+    const bool twice = std::any_of(list.begin(), list.end(),
+                                   [&](const listen_address& a) { return a.same_socket(address); });
+    if (twice && (address.port != 0 || !address.unix_path.empty()))
         fail(what, quote(text) + " is listed twice");
-    }
     list.push_back(std::move(address));
 }
 
@@ -728,10 +731,13 @@ void apply_upstream_timeout(upstream_config& u, const setting_value& v) {
 constexpr std::array setting_rows{
     setting{"", "--config", "FILE", "Read settings from this TOML file.", "", false, false,
             nullptr},
-    setting{"listen", "--listen", "HOST:PORT",
-            "Where to accept connections: an IPv4 address, an IPv6 address in brackets, "
-            "localhost, or :PORT for all IPv4 addresses. The flag is repeatable and replaces "
-            "the file's list.",
+    setting{"listen", "--listen", "ADDRESS",
+            "Where to accept connections: HOST:PORT (an IPv4 address, an IPv6 address in "
+            "brackets, localhost, or :PORT for all IPv4 addresses) or unix:PATH, then "
+            "parameters: proxy_protocol (each connection starts with a PROXY header, v1 or "
+            "v2, from a balancer), and for a Unix socket mode=0660 and owner=USER[:GROUP]. "
+            "Sockets passed by systemd (LISTEN_FDS) are used for the addresses they match. "
+            "The flag is repeatable and replaces the file's list.",
             R"(["127.0.0.1:8080"])", true, false, apply_listen},
     setting{"docroot", "--docroot", "DIR",
             "Serve files (GET and HEAD) from this directory: shorthand for a route \"/\" to it. "
@@ -805,7 +811,12 @@ constexpr std::array setting_rows{
     setting{"admin_listen", "--admin-listen", "HOST:PORT",
             "Serve /metrics and /healthz on this address. Unset: off.", "", false, false,
             [](config& c, const setting_value& v) {
-                c.admin_listen = parse_listen(read_string(v, listen_expected), v.what());
+                const std::string text = read_string(v, admin_expected);
+                const auto bad = [&](std::string_view why) {
+                    fail(v.what(), std::string(admin_expected) + ", got " + quote(text) + " (" +
+                                       std::string(why) + ")");
+                };
+                c.admin_listen = host_port(text, bad, "0.0.0.0", 0);
             }},
     setting{"log_level", "--log-level", "LEVEL",
             "trace, debug, info, warn, error, critical or off.", R"("info")", false, false,
@@ -1203,12 +1214,74 @@ std::span<const upstream_setting> upstream_settings() {
     return upstream_rows;
 }
 
+std::string listen_address::name() const {
+    if (!unix_path.empty()) return "unix:" + unix_path.string();
+    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+           std::to_string(port);
+}
+
+namespace {
+
+/// "unix:PATH": the path a socket file may have (sun_path holds 107 bytes and a NUL).
+template <typename Bad> std::string unix_socket_path(std::string_view path, const Bad& bad) {
+    if (path.empty()) bad("missing the socket's path");
+    if (path.find('\0') != std::string_view::npos) bad("contains NUL");
+    if (path.size() > 107) bad("a socket path is at most 107 bytes");
+    return std::string(path);
+}
+
+} // namespace
+
 listen_address parse_listen(const std::string& text, const std::string& what) {
     const auto bad = [&](std::string_view why) {
         fail(what,
              std::string(listen_expected) + ", got " + quote(text) + " (" + std::string(why) + ")");
     };
-    return host_port(text, bad, "0.0.0.0", 0);
+    // The address, then space-separated parameters, as nginx's `listen` directive has them.
+    std::vector<std::string_view> words;
+    for (std::size_t at = 0; at < text.size();) {
+        const std::size_t end = std::min(text.find(' ', at), text.size());
+        if (end > at) words.emplace_back(text.data() + at, end - at);
+        at = end + 1;
+    }
+    if (words.empty()) return host_port(text, bad, "0.0.0.0", 0); // says what is missing
+    listen_address address;
+    constexpr std::string_view unix_scheme = "unix:";
+    if (words.front().starts_with(unix_scheme))
+        address.unix_path = unix_socket_path(words.front().substr(unix_scheme.size()), bad);
+    else
+        address = host_port(std::string(words.front()), bad, "0.0.0.0", 0);
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string_view w = words[i];
+        const auto unix_only = [&] {
+            if (address.unix_path.empty())
+                bad(std::string(w.substr(0, w.find('='))) + " is for unix: sockets");
+        };
+        if (w == "proxy_protocol") {
+            address.proxy_protocol = true;
+        } else if (w.starts_with("mode=")) {
+            unix_only();
+            const std::string_view digits = w.substr(5);
+            unsigned mode = 0;
+            const auto [end, ec] =
+                std::from_chars(digits.data(), digits.data() + digits.size(), mode, 8);
+            if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() ||
+                mode > 0777)
+                bad("mode= takes octal permission bits such as 0660");
+            address.mode = mode;
+        } else if (w.starts_with("owner=")) {
+            unix_only();
+            const std::string_view owner = w.substr(6);
+            const std::size_t colon = owner.find(':');
+            if (owner.empty() || colon == 0 || colon + 1 == owner.size())
+                bad("owner= takes USER or USER:GROUP");
+            address.owner = std::string(owner);
+        } else {
+            bad("unknown parameter " + quote(std::string(w)) +
+                " (expected proxy_protocol, mode=OCTAL or owner=USER[:GROUP])");
+        }
+    }
+    return address;
 }
 
 upstream_server parse_upstream_server(const std::string& text, const std::string& what) {
@@ -1219,12 +1292,7 @@ upstream_server parse_upstream_server(const std::string& text, const std::string
     upstream_server server;
     constexpr std::string_view unix_scheme = "unix:";
     if (text.rfind(unix_scheme, 0) == 0) {
-        const std::string path = text.substr(unix_scheme.size());
-        if (path.empty()) bad("missing the socket's path");
-        if (path.find('\0') != std::string::npos) bad("contains NUL");
-        // sockaddr_un::sun_path holds 108 bytes with the terminating NUL.
-        if (path.size() > 107) bad("a socket path is at most 107 bytes");
-        server.unix_path = path;
+        server.unix_path = unix_socket_path(std::string_view(text).substr(unix_scheme.size()), bad);
         return server;
     }
     listen_address address = host_port(text, bad, "", 1);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tarry::server {
@@ -18,10 +19,26 @@ namespace tarry::server {
 using namespace std::chrono_literals;
 using duration = std::chrono::steady_clock::duration;
 
-/// A HOST:PORT to listen on. `host` is a numeric IPv4/IPv6 address or "localhost".
+/// Where to accept connections, and how: "HOST:PORT" (a numeric IPv4/IPv6 address or
+/// "localhost") or "unix:PATH", then parameters as nginx's `listen` takes them:
+/// `proxy_protocol`, and for a Unix socket `mode=0660` and `owner=USER[:GROUP]`.
 struct listen_address {
+    listen_address() = default;
+    listen_address(std::string h, std::uint16_t p) : host(std::move(h)), port(p) {}
+
     std::string host;
     std::uint16_t port = 0;
+    std::filesystem::path unix_path; ///< a Unix socket when not empty (host and port unused)
+    bool proxy_protocol = false;     ///< every connection starts with a PROXY header (v1 or v2)
+    std::optional<unsigned> mode;    ///< unix: the socket file's permission bits
+    std::string owner;               ///< unix: USER[:GROUP] given the socket file; empty: ours
+
+    /// Whether both name the same socket (parameters aside): a reload keeps it open.
+    [[nodiscard]] bool same_socket(const listen_address& o) const noexcept {
+        return host == o.host && port == o.port && unix_path == o.unix_path;
+    }
+    /// "127.0.0.1:8080", "[::1]:8080" or "unix:/run/tarry.sock", for messages.
+    [[nodiscard]] std::string name() const;
     friend bool operator==(const listen_address&, const listen_address&) = default;
 };
 
@@ -112,7 +129,8 @@ public:
 /// Throws config_error naming `what` on a bad value.
 duration parse_duration(const std::string& text, const std::string& what);
 
-/// Parses "HOST:PORT", "[V6]:PORT" or ":PORT" (all addresses). Throws config_error naming `what`.
+/// Parses "HOST:PORT", "[V6]:PORT", ":PORT" (all addresses) or "unix:PATH", each followed by
+/// parameters (see listen_address). Throws config_error naming `what`.
 listen_address parse_listen(const std::string& text, const std::string& what);
 
 /// Reads a TOML file over `base`. Unknown keys, wrong types and bad values throw config_error

@@ -2,6 +2,7 @@
 
 #include "access_log.hpp"
 #include "client_kinds.hpp"
+#include "proxy_protocol.hpp"
 
 #include <tarry/timeouts/timeout_registry.hpp>
 
@@ -56,9 +57,9 @@ bool is_reset(int err) noexcept {
 // 8 bytes and rounds to 16). Whatever is added must come out elsewhere, or go into io_state.
 static_assert(sizeof(connection) <= 184, "an idle connection fits a 192-byte chunk");
 
-connection::connection(const connection_context& ctx, int fd)
+connection::connection(const connection_context& ctx, int fd, bool proxy_protocol)
     : fd_(fd), ctx_(ctx), idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
-      session_(ctx.settings.session, this) {}
+      session_(ctx.settings.session, this), proxy_header_(proxy_protocol) {}
 
 connection::~connection() {
     if (!closed_) ::close(fd_); // never started (registration failed before close() ran)
@@ -120,7 +121,7 @@ void connection::responded(const http::request_head* request, unsigned status,
     worker_metrics& m = ctx_.metrics;
     m.requests.add();
     m.responses[std::min<unsigned>(std::max(status / 100, 1U), 5U) - 1].add();
-    if (access_log* log = ctx_.settings.access) log->write(fd_, request, status, body_bytes);
+    if (access_log* log = ctx_.settings.access) log->write(peer(), request, status, body_bytes);
 }
 
 void connection::measure_written() noexcept {
@@ -140,15 +141,21 @@ void connection::measure_written() noexcept {
 }
 
 std::string_view connection::peer() noexcept {
-    // Asked for by the few handlers that want it (a proxy's X-Forwarded-For, on every request
-    // of the connection): looked up and kept on the first ask, so idle connections of other
-    // routes hold no address. The text goes with the buffers when the connection is idle; an
-    // IPv4 address stays in 4 bytes of the object, so a proxied keep-alive connection makes the
-    // system call once, not once per request (IPv6: once per busy spell).
+    // Asked for by the access log and the few handlers that want it (a proxy's
+    // X-Forwarded-For): looked up and kept on the first ask, so idle connections hold no
+    // address. The text goes with the buffers when the connection is idle; an IPv4 address
+    // stays in 4 bytes of the object, so a keep-alive connection makes the system call once,
+    // not once per request (IPv6: once per busy spell). A PROXY header's client replaces the
+    // socket's peer (the balancer) for good.
     if (io_ && io_->peer[0] != '\0') return io_->peer;
     sockaddr_storage a{};
     const void* addr = nullptr;
-    if (peer_v4_ != 0) {
+    if (peer_v6_) {
+        const auto found = ctx_.proxied_v6.find(this);
+        if (found == ctx_.proxied_v6.end()) return {};
+        a.ss_family = AF_INET6;
+        addr = &found->second;
+    } else if (peer_v4_ != 0) {
         a.ss_family = AF_INET;
         reinterpret_cast<sockaddr_in*>(&a)->sin_addr.s_addr = peer_v4_;
         addr = &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr;
@@ -160,6 +167,8 @@ std::string_view connection::peer() noexcept {
             peer_v4_ = reinterpret_cast<const sockaddr_in*>(&a)->sin_addr.s_addr;
         } else if (a.ss_family == AF_INET6) {
             addr = &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
+        } else if (a.ss_family == AF_UNIX) {
+            return "unix:"; // what nginx logs for a client of a Unix socket
         }
     }
     if (addr == nullptr) return {};
@@ -174,6 +183,31 @@ std::string_view connection::peer() noexcept {
         return {};
     }
     return peer;
+}
+
+bool connection::take_proxy_header(io_state& io) noexcept {
+    const proxy_header h = parse_proxy_header({io.in.data(), io.in_len});
+    if (h.what == proxy_header::status::incomplete) return true; // header_timeout bounds it
+    if (h.what == proxy_header::status::malformed) {
+        // A listener behind a balancer takes nothing else: no answer, as nginx and HAProxy.
+        close(close_reason::proxy_header);
+        return false;
+    }
+    proxy_header_ = false;
+    if (h.has_source && h.source.ss_family == AF_INET) {
+        peer_v4_ = reinterpret_cast<const sockaddr_in&>(h.source).sin_addr.s_addr;
+    } else if (h.has_source && h.source.ss_family == AF_INET6) {
+        try {
+            ctx_.proxied_v6[this] = reinterpret_cast<const sockaddr_in6&>(h.source).sin6_addr;
+            peer_v6_ = true;
+        } catch (...) {
+            close(close_reason::error);
+            return false;
+        }
+    }
+    io.in_len -= static_cast<std::uint32_t>(h.length);
+    std::memmove(io.in.data(), io.in.data() + h.length, io.in_len);
+    return true;
 }
 
 void connection::wake() noexcept {
@@ -237,7 +271,9 @@ void connection::drive(bool fresh) {
             woken_ = false;
             fresh = true;
         }
-        if (fresh && in_len() != 0 && !session_.closing() && !session_.has_file()) {
+        if (fresh && proxy_header_ && in_len() != 0 && !take_proxy_header(*io_)) return;
+        if (fresh && in_len() != 0 && !proxy_header_ && !session_.closing() &&
+            !session_.has_file()) {
             io_state& io = *io_;
             // Past its age the connection answers this request with Connection: close; it is
             // never closed idle for age. A clock read only when an age is set.
@@ -577,8 +613,9 @@ void connection::on_timeout() noexcept {
         return;
     case conn_phase::header:
     case conn_phase::body:
-        // Part of a request arrived: say why before closing. Nothing did: close silently.
-        if (in_len() != 0 || phase_ == conn_phase::body) {
+        // Part of a request arrived: say why before closing. Nothing did (or only part of a
+        // PROXY header, from a balancer that expects no answer): close silently.
+        if ((in_len() != 0 && !proxy_header_) || phase_ == conn_phase::body) {
             try {
                 io_state& io = this->io();
                 io.out.erase(0, io.out_off);
@@ -615,6 +652,7 @@ void connection::close(close_reason why) noexcept {
     closed_ = true;
     want_read_ = want_write_ = false;
     live.unlink();
+    if (peer_v6_) ctx_.proxied_v6.erase(this);
     session_.abort(); // a handler answering later stops and lets go of the request
     timeout_registry::unenroll(idle_);
     ::close(fd_);                                  // also leaves the poller's set

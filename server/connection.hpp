@@ -69,8 +69,9 @@ struct io_state {
 class connection : public http::session_transport,
                    public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
-    /// Takes ownership of `fd` (connected, non-blocking).
-    connection(const connection_context& ctx, int fd);
+    /// Takes ownership of `fd` (connected, non-blocking). `proxy_protocol`: the first bytes
+    /// are a PROXY header naming the client, read before any request.
+    connection(const connection_context& ctx, int fd, bool proxy_protocol = false);
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
     ~connection();
@@ -140,6 +141,9 @@ private:
     void release_buffers() noexcept;
     void measure_written() noexcept;
     void nodelay() noexcept;
+    /// The PROXY header at the start of the input: taken off, its client kept. False: it is
+    /// malformed, and the connection closed.
+    bool take_proxy_header(io_state& io) noexcept;
 
     /// The request in progress's buffers, taken now if the connection was idle.
     io_state& io();
@@ -162,16 +166,19 @@ private:
     std::uint32_t answered_ = 0;   ///< session_.requests() at the last wait
     conn_phase phase_ = conn_phase::silent;
     bool closed_ = false;
-    bool peer_eof_ = false;
     bool readable_ = false; ///< an input edge arrived and recv has not said EAGAIN since
     bool writable_ = true;  ///< send has not said EAGAIN since the last output edge
-    bool hung_up_ = false;  ///< the peer shut down or reset: no further edge will come
-    bool nodelay_ = false;  ///< TCP_NODELAY is set (from the first keep-alive or file on)
     bool want_read_ = false;
     bool want_write_ = false;
     bool driving_ = false; ///< drive() is on the stack: a wake() only asks it to parse again
     bool woken_ = false;
-    bool wake_posted_ = false; ///< a drive for a handler's news is queued on the loop
+    // Rarely written flags, packed to leave the object its size.
+    bool peer_eof_ : 1 = false;
+    bool hung_up_ : 1 = false;      ///< the peer shut down or reset: no further edge will come
+    bool nodelay_ : 1 = false;      ///< TCP_NODELAY is set (from the first keep-alive or file on)
+    bool wake_posted_ : 1 = false;  ///< a drive for a handler's news is queued on the loop
+    bool proxy_header_ : 1 = false; ///< a PROXY header is still to come, before any request
+    bool peer_v6_ : 1 = false;      ///< the PROXY header's client is in ctx_.proxied_v6
 };
 
 /// The worker's live connections (unlinked automatically when a connection is freed).

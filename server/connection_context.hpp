@@ -10,6 +10,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/intrusive/list.hpp>
 
+#include <netinet/in.h>
+
+#include <unordered_map>
+
 namespace tarry::server {
 
 class connection;
@@ -27,6 +31,8 @@ struct connection_context {
     poller& poll;
     const worker_settings& settings; ///< replaced in place by a reload
     worker_metrics& metrics;
+    /// The IPv6 client addresses PROXY headers gave (an IPv4 one fits in the connection).
+    std::unordered_map<const connection*, in6_addr>& proxied_v6;
     /// After a connection's descriptor is closed; `freed`: the bytes of buffers it let go.
     void (*on_closed)(void* worker, std::size_t freed) noexcept;
     void* worker;

@@ -1,5 +1,6 @@
 #include "listener.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -63,20 +64,32 @@ listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& me
     if (::listen(fd_, SOMAXCONN) != 0) fail("listen");
 }
 
+listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
+                   accept_target& target, const listen_address& addr,
+                   std::shared_ptr<shared_socket> shared)
+    : poll_(poll), metrics_(metrics), target_(target), addr_(addr), shared_(std::move(shared)),
+      retry_(io) {
+    fd_ = ::fcntl(shared_->fd(), F_DUPFD_CLOEXEC, 0);
+    if (fd_ < 0)
+        throw std::system_error(errno, std::generic_category(),
+                                "cannot listen on " + addr.name() + " (dup)");
+}
+
 listener::~listener() {
     close();
 }
 
-tcp::endpoint listener::local_endpoint() const {
+std::optional<tcp::endpoint> listener::local_endpoint() const {
     tcp::endpoint ep;
     socklen_t len = static_cast<socklen_t>(ep.capacity());
-    ::getsockname(fd_, ep.data(), &len);
+    if (fd_ < 0 || ::getsockname(fd_, ep.data(), &len) != 0) return std::nullopt;
+    if (ep.data()->sa_family != AF_INET && ep.data()->sa_family != AF_INET6) return std::nullopt;
     ep.resize(len);
     return ep;
 }
 
 void listener::start() {
-    if (!poll_.add(fd_, *this, EPOLLIN))
+    if (!poll_.add(fd_, *this, shared_ ? EPOLLIN | EPOLLEXCLUSIVE : EPOLLIN))
         throw std::system_error(errno, std::generic_category(), "epoll_ctl");
     // Connections that queued before this are reported too: adding a ready descriptor to an
     // epoll set raises its edge.
@@ -84,8 +97,12 @@ void listener::start() {
 
 void listener::close() noexcept {
     if (fd_ < 0) return;
+    // A duplicate shares its open file with the other workers' duplicates, so closing it
+    // would not take it out of this epoll set: that is done by hand.
+    if (shared_) poll_.remove(fd_);
     ::close(fd_); // also leaves the epoll set
     fd_ = -1;
+    shared_.reset(); // the last worker to let go closes the socket (and removes its file)
     retry_.cancel();
 }
 
@@ -107,7 +124,7 @@ void listener::accept_all(bool past_limit) noexcept {
                 // attackers' reconnections eat the whole reserve, which files need too.)
                 if (past_limit && target_.may_exceed_limit()) {
                     const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                    if (fd >= 0) target_.accept(fd);
+                    if (fd >= 0) target_.accept(fd, addr_.proxy_protocol);
                 }
                 pause();
                 return;
@@ -115,7 +132,7 @@ void listener::accept_all(bool past_limit) noexcept {
         }
         const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            target_.accept(fd);
+            target_.accept(fd, addr_.proxy_protocol);
             continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
@@ -143,12 +160,21 @@ void listener::pause() noexcept {
     // edge that brought us here is spent, so the retry accepts whatever queued meanwhile; a
     // connection that closes first brings it forward (resume_soon).
     paused_ = true;
+    // A shared socket's edges go to one worker only: while this one cannot take connections,
+    // it steps out so that they wake the others.
+    if (shared_) poll_.remove(fd_);
     retry_.expires_after(std::chrono::milliseconds(100));
     retry_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
         if (ec) return; // closed, or resumed sooner
-        self->paused_ = false;
+        self->unpause();
         self->accept_all();
     });
+}
+
+void listener::unpause() noexcept {
+    paused_ = false;
+    if (shared_ && fd_ >= 0 && !poll_.add(fd_, *this, EPOLLIN | EPOLLEXCLUSIVE))
+        metrics_.accept_errors.add(); // out of memory: the retries still accept
 }
 
 void listener::resume_soon() noexcept {
@@ -157,7 +183,7 @@ void listener::resume_soon() noexcept {
         boost::asio::post(retry_.get_executor(), [self = shared_from_this()] {
             self->resume_posted_ = false;
             if (!self->paused_ || self->fd_ < 0) return;
-            self->paused_ = false;
+            self->unpause();
             self->retry_.cancel();
             self->accept_all(false);
         });

@@ -2,19 +2,22 @@
 
 #include "config.hpp"
 #include "poller.hpp"
+#include "shared_socket.hpp"
 #include "worker_metrics.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <memory>
+#include <optional>
 
 namespace tarry::server {
 
 /// What a listener hands its connections to, and asks for room: its worker.
 class accept_target {
 public:
-    virtual void accept(int fd) noexcept = 0;
+    /// A new client socket (non-blocking); `proxy_protocol`: it starts with a PROXY header.
+    virtual void accept(int fd, bool proxy_protocol) noexcept = 0;
     [[nodiscard]] virtual bool at_connection_limit() const noexcept = 0;
     /// Whether one more connection may go past the limit, into the reserve it keeps.
     [[nodiscard]] virtual bool may_exceed_limit() const noexcept = 0;
@@ -33,8 +36,10 @@ protected:
     ~accept_target() = default;
 };
 
-/// One listening socket of one worker. Every worker binds the same address with SO_REUSEPORT,
-/// so the kernel spreads connections over workers and they share nothing.
+/// One listening socket of one worker. Every worker binds the same TCP address with
+/// SO_REUSEPORT, so the kernel spreads connections over workers and they share nothing. A Unix
+/// socket, or one systemd passed, is a shared_socket instead: each worker polls its own
+/// duplicate with EPOLLEXCLUSIVE, so a connection wakes one worker, not all of them.
 ///
 /// It sits in the worker's poller and accepts until EAGAIN on each edge. When descriptors run
 /// out (EMFILE/ENFILE, or max_connections reached) it reclaims the oldest idle keep-alive
@@ -45,6 +50,10 @@ public:
     /// Opens, binds and listens; throws std::system_error naming the address.
     listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
              accept_target& target, const listen_address& addr);
+    /// Accepts from `shared` (a duplicate of its descriptor); throws std::system_error.
+    listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
+             accept_target& target, const listen_address& addr,
+             std::shared_ptr<shared_socket> shared);
     listener(const listener&) = delete;
     listener& operator=(const listener&) = delete;
     ~listener();
@@ -53,7 +62,10 @@ public:
     void close() noexcept;
 
     [[nodiscard]] const listen_address& address() const noexcept { return addr_; }
-    [[nodiscard]] boost::asio::ip::tcp::endpoint local_endpoint() const;
+    /// A reload kept the socket with other parameters (proxy_protocol): for the next accepts.
+    void set_address(const listen_address& addr) { addr_ = addr; }
+    /// The TCP endpoint it is bound to (ports resolved); nothing for a Unix socket.
+    [[nodiscard]] std::optional<boost::asio::ip::tcp::endpoint> local_endpoint() const;
 
     void on_events(std::uint32_t events) noexcept override;
 
@@ -66,6 +78,8 @@ private:
     /// Accepts until EAGAIN; at the limit with nothing to reclaim, one past it if allowed.
     void accept_all(bool past_limit = true) noexcept;
     void pause() noexcept;
+    /// Back into the poller after a pause (a shared socket leaves it while paused).
+    void unpause() noexcept;
     [[nodiscard]] bool connection_waiting() const noexcept;
 
     poller& poll_;
@@ -73,6 +87,7 @@ private:
     accept_target& target_;
     listen_address addr_;
     int fd_ = -1;
+    std::shared_ptr<shared_socket> shared_; ///< what fd_ duplicates, when not this worker's own
     boost::asio::steady_timer retry_;
     bool paused_ = false;
     bool resume_posted_ = false;

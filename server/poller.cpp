@@ -44,6 +44,10 @@ bool poller::add(int fd, void* data, std::uint32_t events) noexcept {
     return ::epoll_ctl(epoll_.native_handle(), EPOLL_CTL_ADD, fd, &ev) == 0;
 }
 
+void poller::remove(int fd) noexcept {
+    ::epoll_ctl(epoll_.native_handle(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
 void poller::start() {
     stopped_ = false;
     wait();

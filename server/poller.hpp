@@ -53,6 +53,9 @@ public:
 
     /// Registers `fd` for `events`, edge-triggered. Returns false (errno set) on failure.
     bool add(int fd, pollable& owner, std::uint32_t events) noexcept;
+    /// Unregisters `fd` (needed before closing a descriptor whose open file other descriptors
+    /// share, which closing alone would leave registered).
+    void remove(int fd) noexcept;
     /// Registers a client connection's `fd` for input and output edges.
     bool add(int fd, connection& owner) noexcept;
 

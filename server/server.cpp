@@ -37,6 +37,12 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
     // while a file streams would otherwise kill the process.
     std::signal(SIGPIPE, SIG_IGN);
     preflight(cfg_); // what would fail later (a docroot, the log's directory) fails now
+    inherited_ = take_inherited_sockets();
+    for (const auto& s : inherited_)
+        if (std::none_of(cfg_.listen.begin(), cfg_.listen.end(),
+                         [&](const listen_address& a) { return s->bound_at(a); }))
+            throw config_error("listen: systemd passed a socket on " + s->address().name() +
+                               ", which no listen address names");
     if (cfg_.access_log) access_ = open_access_log(*cfg_.access_log, cfg_.access_log_format);
     for (unsigned i = 0; i < worker_count_; ++i) {
         workers_.push_back(std::make_unique<worker>(i, cfg_, worker_count_, access_));
@@ -85,21 +91,42 @@ void server::open_listeners(const std::vector<listen_address>& addrs) {
 
 std::vector<std::vector<std::shared_ptr<listener>>>
 server::new_listeners(const std::vector<listen_address>& wanted,
-                      const std::vector<listen_address>& open) const {
+                      const std::vector<listen_address>& open) {
     std::vector<listen_address> fresh;
     for (const auto& a : wanted)
-        if (std::find(open.begin(), open.end(), a) == open.end()) fresh.push_back(a);
-    for (const auto& a : fresh)
-        refuse_if_taken(a);
+        if (std::none_of(open.begin(), open.end(),
+                         [&](const listen_address& o) { return o.same_socket(a); }))
+            fresh.push_back(a);
+    // Every check before any bind, so that a refusal leaves nothing behind; a Unix socket
+    // bound here and then not used closes (and removes its file) when `shared` goes.
+    std::vector<std::shared_ptr<shared_socket>> shared(fresh.size());
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+        const auto from_systemd =
+            std::find_if(inherited_.begin(), inherited_.end(),
+                         [&](const auto& s) { return s->bound_at(fresh[i]); });
+        if (from_systemd != inherited_.end())
+            shared[i] = *from_systemd;
+        else if (fresh[i].unix_path.empty())
+            refuse_if_taken(fresh[i]);
+    }
+    for (std::size_t i = 0; i < fresh.size(); ++i)
+        if (!shared[i] && !fresh[i].unix_path.empty())
+            shared[i] = shared_socket::bind_unix(fresh[i]);
+    const auto make = [&](worker& w, std::size_t i) {
+        return shared[i] ? w.make_listener(fresh[i], shared[i]) : w.make_listener(fresh[i]);
+    };
     std::vector<std::vector<std::shared_ptr<listener>>> per_worker(workers_.size());
-    for (const auto& a : fresh)
-        per_worker.front().push_back(workers_.front()->make_listener(a));
+    for (std::size_t i = 0; i < fresh.size(); ++i)
+        per_worker.front().push_back(make(*workers_.front(), i));
     // Port 0: every worker takes the port the first one got.
     for (std::size_t i = 0; i < fresh.size(); ++i)
-        if (fresh[i].port == 0) fresh[i].port = per_worker.front()[i]->local_endpoint().port();
+        if (fresh[i].port == 0 && !shared[i])
+            if (const auto ep = per_worker.front()[i]->local_endpoint()) fresh[i].port = ep->port();
     for (std::size_t w = 1; w < workers_.size(); ++w)
-        for (const auto& a : fresh)
-            per_worker[w].push_back(workers_[w]->make_listener(a));
+        for (std::size_t i = 0; i < fresh.size(); ++i)
+            per_worker[w].push_back(make(*workers_[w], i));
+    for (std::size_t i = 0; i < fresh.size(); ++i)
+        if (shared[i] && !fresh[i].unix_path.empty()) unix_sockets_.push_back(shared[i]);
     return per_worker;
 }
 
@@ -110,6 +137,9 @@ std::vector<boost::asio::ip::tcp::endpoint> server::endpoints() const {
 void server::run() {
     for (const auto& ep : endpoints())
         spdlog::info("listening on {}", to_string(ep));
+    for (const auto& a : cfg_.listen)
+        if (!a.unix_path.empty()) spdlog::info("listening on {}", a.name());
+    if (!inherited_.empty()) spdlog::info("{} listening socket(s) from systemd", inherited_.size());
     spdlog::info(
         "{} worker(s); keep_alive_timeout {}ms, header_timeout {}ms", worker_count_,
         std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.keep_alive_timeout).count(),
@@ -207,6 +237,22 @@ void server::flush_soon(std::shared_ptr<access_log> log) {
     });
 }
 
+void server::set_unix_permissions(const std::vector<listen_address>& wanted) {
+    std::erase_if(unix_sockets_, [](const auto& w) { return w.expired(); });
+    for (const auto& weak : unix_sockets_) {
+        const auto sock = weak.lock();
+        if (!sock) continue;
+        for (const auto& a : wanted) {
+            if (!a.same_socket(sock->address())) continue;
+            try {
+                sock->set_permissions(a);
+            } catch (const std::exception& e) {
+                spdlog::error("reload: {}", e.what());
+            }
+        }
+    }
+}
+
 bool server::reload() {
     // Everything new is built before anything changes: a failure anywhere leaves the server as
     // it was, and the next reload starts from the running state, not a half-applied one.
@@ -256,6 +302,7 @@ bool server::reload() {
         if (admin_) admin_->start();
     }
     access_ = access;
+    set_unix_permissions(next.listen);
     for (std::size_t i = 0; i < workers_.size(); ++i)
         workers_[i]->reload(next, std::move(routers[i]), worker_count_, access_,
                             std::move(added[i]));

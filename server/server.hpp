@@ -63,7 +63,9 @@ private:
     /// was opened is closed again.
     std::vector<std::vector<std::shared_ptr<listener>>>
     new_listeners(const std::vector<listen_address>& wanted,
-                  const std::vector<listen_address>& open) const;
+                  const std::vector<listen_address>& open);
+    /// A reload's mode and owner for the Unix sockets it keeps.
+    void set_unix_permissions(const std::vector<listen_address>& wanted);
 
     config cfg_;
     std::vector<std::string> args_; ///< argv, to re-read the same file and flags on reload
@@ -75,6 +77,11 @@ private:
     boost::asio::steady_timer log_flush_; ///< armed while access log lines wait (at most 1 s)
     bool flush_armed_ = false;
     std::vector<std::unique_ptr<worker>> workers_;
+    /// systemd's sockets, kept open for the server's life (a stop leaves them to systemd, which
+    /// queues connections for the next start; a reload may name them again).
+    std::vector<std::shared_ptr<shared_socket>> inherited_;
+    /// The Unix sockets the listeners hold (the last to close one removes its file).
+    std::vector<std::weak_ptr<shared_socket>> unix_sockets_;
     std::unique_ptr<admin> admin_;
     std::vector<std::unique_ptr<admin>> old_admins_; ///< closed; their aborted accepts may run
     std::thread joiner_;

@@ -17,9 +17,11 @@ worker::worker(unsigned index, const config& cfg, unsigned workers,
     : index_(index), io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO), registry_(io_, cfg.expire_batch),
       date_(io_), poller_(io_),
       settings_(worker_settings::from(cfg, nullptr, workers, access.get())),
-      access_(std::move(access)),
-      ctx_{io_, registry_, date_, poller_, settings_, metrics_, &worker::on_connection_closed,
-           this},
+      access_(std::move(access)), ctx_{io_,         registry_,
+                                       date_,       poller_,
+                                       settings_,   metrics_,
+                                       proxied_v6_, &worker::on_connection_closed,
+                                       this},
       handlers_{io_, registry_, poller_}, pressure_(registry_, settings_, live_, metrics_),
       trimmer_(io_), drain_timer_(io_), spread_timer_(io_) {}
 
@@ -46,10 +48,15 @@ std::shared_ptr<listener> worker::make_listener(const listen_address& addr) {
     return std::make_shared<listener>(io_, poller_, metrics_, *this, addr);
 }
 
+std::shared_ptr<listener> worker::make_listener(const listen_address& addr,
+                                                std::shared_ptr<shared_socket> shared) {
+    return std::make_shared<listener>(io_, poller_, metrics_, *this, addr, std::move(shared));
+}
+
 std::vector<boost::asio::ip::tcp::endpoint> worker::endpoints() const {
     std::vector<boost::asio::ip::tcp::endpoint> eps;
     for (const auto& l : listeners_)
-        eps.push_back(l->local_endpoint());
+        if (const auto ep = l->local_endpoint()) eps.push_back(*ep);
     return eps;
 }
 
@@ -68,12 +75,12 @@ void worker::post(std::function<void()> f) {
     boost::asio::post(io_, std::move(f));
 }
 
-void worker::accept(int fd) noexcept {
+void worker::accept(int fd, bool proxy_protocol) noexcept {
     metrics_.accepted.add();
     ++connections_;
     connection* c = nullptr;
     try {
-        c = new connection(ctx_, fd);
+        c = new connection(ctx_, fd, proxy_protocol);
     } catch (...) {
         ::close(fd);
         --connections_;
@@ -233,9 +240,15 @@ void worker::reload(const config& cfg, std::shared_ptr<http::router> routes, uns
 void worker::sync_listeners(const std::vector<listen_address>& wanted,
                             std::vector<std::shared_ptr<listener>>& added) {
     std::erase_if(listeners_, [&](const std::shared_ptr<listener>& l) {
-        if (std::find(wanted.begin(), wanted.end(), l->address()) != wanted.end()) return false;
-        l->close();
-        return true;
+        const auto kept = std::find_if(wanted.begin(), wanted.end(), [&](const listen_address& a) {
+            return a.same_socket(l->address());
+        });
+        if (kept == wanted.end()) {
+            l->close();
+            return true;
+        }
+        l->set_address(*kept); // its parameters may have changed (proxy_protocol)
+        return false;
     });
     // The server bound these already (all or nothing); starting only registers them.
     for (auto& l : added) {

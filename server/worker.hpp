@@ -43,7 +43,11 @@ public:
     /// A bound listener for this worker, not yet started (for reload() to adopt). Throws
     /// std::system_error if it cannot be bound.
     [[nodiscard]] std::shared_ptr<listener> make_listener(const listen_address& addr);
-    /// The local endpoint of each listener (after listen(); ports resolved).
+    /// A listener for this worker on a socket every worker shares (a Unix socket, or one
+    /// systemd passed). Throws std::system_error.
+    [[nodiscard]] std::shared_ptr<listener> make_listener(const listen_address& addr,
+                                                          std::shared_ptr<shared_socket> shared);
+    /// The local endpoint of each TCP listener (after listen(); ports resolved).
     [[nodiscard]] std::vector<boost::asio::ip::tcp::endpoint> endpoints() const;
 
     /// Before start(): the routes requests go to. Later, reload() swaps them.
@@ -75,7 +79,7 @@ public:
 
     // accept_target: what the listeners call.
     /// A new client socket (non-blocking): becomes a connection.
-    void accept(int fd) noexcept override;
+    void accept(int fd, bool proxy_protocol) noexcept override;
     [[nodiscard]] bool at_connection_limit() const noexcept override {
         return settings_.max_connections != 0 && connections_ >= settings_.max_connections;
     }
@@ -103,6 +107,7 @@ private:
     worker_metrics metrics_;
     std::shared_ptr<http::router> router_; ///< requests in flight keep their handler alive
     std::shared_ptr<access_log> access_;
+    std::unordered_map<const connection*, in6_addr> proxied_v6_;
     connection_context ctx_;
     handler_context handlers_;
     live_connections live_;

@@ -34,7 +34,7 @@ protected:
             http::request_head head;
             head.method = boost::beast::http::verb::get;
             head.target = target;
-            log.write(-1, &head, 200, 13);
+            log.write({}, &head, 200, 13);
             log.flush();
         }
         return read_file(path);
@@ -60,8 +60,8 @@ std::string line_in(const std::filesystem::path& path, server::access_log::forma
                     const http::request_head& head) {
     {
         server::access_log log(path, f);
-        log.write(-1, &head, 200, 13);
-        log.write(-1, nullptr, 400, 0); // bytes that never made a request
+        log.write({}, &head, 200, 13);
+        log.write({}, nullptr, 400, 0); // bytes that never made a request
     }
     return read_file(path);
 }

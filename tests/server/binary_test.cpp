@@ -1,5 +1,5 @@
 // The tarry binary as users run it: exit statuses, one-line config errors, signals.
-#include "test_client.hpp"
+#include "tarry_process.hpp"
 
 #include <tarry/server/config.hpp>
 
@@ -20,25 +20,7 @@
 namespace tarry::test {
 namespace {
 
-struct result {
-    int status = -1;
-    std::string output;
-};
-
-/// Runs the binary with `args`, capturing stdout and stderr.
-result run_tarry(const std::string& args) {
-    const std::string cmd = std::string(TARRY_BINARY) + " " + args + " 2>&1";
-    result r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-        r.output.append(buf, n);
-    const int st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
-}
+using result = run_result;
 
 std::filesystem::path write_file(const std::string& name, const std::string& text) {
     const auto path = std::filesystem::temp_directory_path() /
@@ -216,50 +198,6 @@ TEST(BinaryTest, SigtermWithARequestInFlightAnswersItAndExitsZero) {
     EXPECT_TRUE(WIFEXITED(st));
     EXPECT_EQ(WEXITSTATUS(st), 0);
 }
-
-/// tarry as a child process on a free port, with `args` besides --listen; stopped with SIGTERM
-/// (and waited for) when destroyed.
-class tarry_process {
-public:
-    explicit tarry_process(std::vector<std::string> args) : port_(free_port()) {
-        args.insert(args.begin(), {TARRY_BINARY, "--listen", "127.0.0.1:" + std::to_string(port_),
-                                   "--log-level", "warn"});
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            std::vector<char*> argv;
-            for (auto& a : args)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(TARRY_BINARY, argv.data());
-            ::_exit(127);
-        }
-        for (int i = 0; i < 200; ++i) { // up to 10 s to listen
-            if (test_client(port_).connected()) return;
-            std::this_thread::sleep_for(50ms);
-        }
-    }
-    tarry_process(const tarry_process&) = delete;
-    tarry_process& operator=(const tarry_process&) = delete;
-    ~tarry_process() { stop(); }
-
-    /// SIGTERM, then the exit status (-1 if it did not exit normally).
-    int stop() {
-        if (pid_ <= 0) return status_;
-        ::kill(pid_, SIGTERM);
-        int st = 0;
-        ::waitpid(pid_, &st, 0);
-        pid_ = -1;
-        status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        return status_;
-    }
-    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
-
-private:
-    std::uint16_t port_;
-    pid_t pid_ = -1;
-    int status_ = -1;
-};
 
 std::string slurp(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);

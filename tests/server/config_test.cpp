@@ -389,6 +389,62 @@ TEST(ParseListen, RejectsMalformedAddresses) {
     }
 }
 
+TEST(ParseListen, UnixSocketsAndParametersAsNginxWritesThem) {
+    const listen_address u = parse_listen("unix:/run/tarry/tarry.sock mode=0660 owner=www-data:adm "
+                                          "proxy_protocol",
+                                          "listen");
+    EXPECT_EQ(u.unix_path, "/run/tarry/tarry.sock");
+    EXPECT_EQ(u.mode, 0660U);
+    EXPECT_EQ(u.owner, "www-data:adm");
+    EXPECT_TRUE(u.proxy_protocol);
+    EXPECT_EQ(u.name(), "unix:/run/tarry/tarry.sock");
+    const listen_address t = parse_listen("[::1]:8080  proxy_protocol", "listen");
+    EXPECT_EQ(t.host, "::1");
+    EXPECT_EQ(t.port, 8080);
+    EXPECT_TRUE(t.proxy_protocol);
+    EXPECT_EQ(t.name(), "[::1]:8080");
+    EXPECT_FALSE(parse_listen("unix:/x.sock", "listen").proxy_protocol);
+    EXPECT_TRUE(t.same_socket(parse_listen("[::1]:8080", "listen"))) << "parameters aside";
+}
+
+TEST(ParseListen, RejectsBadParametersNamingThem) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"unix:", "missing the socket's path"},
+        {"unix:/" + std::string(107, 'a'), "at most 107 bytes"},
+        {"127.0.0.1:80 mode=0660", "mode is for unix: sockets"},
+        {"127.0.0.1:80 owner=root", "owner is for unix: sockets"},
+        {"unix:/x.sock mode=0999", "octal permission bits"},
+        {"unix:/x.sock mode=01777", "octal permission bits"},
+        {"unix:/x.sock mode=", "octal permission bits"},
+        {"unix:/x.sock owner=", "USER or USER:GROUP"},
+        {"unix:/x.sock owner=:adm", "USER or USER:GROUP"},
+        {"unix:/x.sock owner=root:", "USER or USER:GROUP"},
+        {"127.0.0.1:80 proxy-protocol", "unknown parameter \"proxy-protocol\""},
+    };
+    for (const auto& [text, reason] : cases) {
+        const std::string message = error_of([&] { parse_listen(text, "listen"); });
+        EXPECT_TRUE(one_line(message)) << text;
+        EXPECT_TRUE(contains(message, reason)) << text << ": " << message;
+    }
+}
+
+TEST_F(ConfigFileTest, TheSameSocketTwiceIsRefusedWhateverItsParameters) {
+    EXPECT_TRUE(contains(
+        error_of([&] { load("listen = [\"unix:/a.sock\", \"unix:/a.sock proxy_protocol\"]\n"); }),
+        "listed twice"));
+    EXPECT_TRUE(contains(
+        error_of([&] { load("listen = [\"127.0.0.1:80\", \"127.0.0.1:80 proxy_protocol\"]\n"); }),
+        "listed twice"));
+}
+
+TEST(ParseCommandLine, AdminListenTakesNoUnixSocketOrParameters) {
+    for (const char* bad : {"unix:/a.sock", "127.0.0.1:9090 proxy_protocol"}) {
+        const char* argv[] = {"tarry", "--admin-listen", bad};
+        const std::string message = error_of([&] { parse_command_line(3, argv); });
+        EXPECT_TRUE(contains(message, "--admin-listen: expected HOST:PORT")) << message;
+    }
+}
+
 TEST_F(ConfigFileTest, ListenIsAStringOrAnArray) {
     EXPECT_EQ(load("listen = \"[::1]:9000\"\n").listen,
               (std::vector<listen_address>{{"::1", 9000}}));
@@ -406,7 +462,7 @@ TEST_F(ConfigFileTest, ListenErrorsPointAtTheBadElement) {
                          "listen: \":80\" is listed twice"));
     EXPECT_TRUE(contains(load_error("listen = [\n  \":80\",\n  80,\n]\n", 3),
                          "listen: expected HOST:PORT such as \"127.0.0.1:8080\", \"[::1]:8080\" "
-                         "or \":8080\", got 80"));
+                         "or \":8080\", or unix:PATH, got 80"));
     EXPECT_TRUE(contains(load_error("\nlisten = []\n", 2), "listen: needs at least one"));
     EXPECT_TRUE(contains(load_error("listen = 8080\n", 1), "listen: expected a HOST:PORT string"));
 }

@@ -7,10 +7,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -42,15 +44,34 @@ struct response {
     }
 };
 
+/// A Unix socket to connect to.
+struct unix_path {
+    std::string path;
+};
+
 class test_client {
 public:
-    explicit test_client(std::uint16_t port, int rcvbuf = 0) {
+    /// Connects to 127.0.0.1:port; from `source` (another loopback address) when given.
+    explicit test_client(std::uint16_t port, int rcvbuf = 0, const char* source = nullptr) {
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
         if (rcvbuf != 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        if (source != nullptr) {
+            sockaddr_in from{};
+            from.sin_family = AF_INET;
+            ::inet_pton(AF_INET, source, &from.sin_addr);
+            ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from);
+        }
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(port);
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    }
+    explicit test_client(const unix_path& to) {
+        fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::strncpy(a.sun_path, to.path.c_str(), sizeof a.sun_path - 1);
         connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
     }
     test_client(const test_client&) = delete;

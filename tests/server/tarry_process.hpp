@@ -1,0 +1,114 @@
+#pragma once
+
+// The tarry binary as a child process, for tests of what users do with it: exit statuses,
+// signals, sockets handed over by systemd.
+#include "test_client.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <vector>
+
+namespace tarry::test {
+
+struct run_result {
+    int status = -1;
+    std::string output;
+};
+
+/// Runs the binary with `args` (through the shell), capturing stdout and stderr.
+inline run_result run_tarry(const std::string& args) {
+    const std::string cmd = std::string(TARRY_BINARY) + " " + args + " 2>&1";
+    run_result r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+        r.output.append(buf, n);
+    const int st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+/// How to start it besides its arguments.
+struct launch_options {
+    bool listen = true;   ///< add --listen 127.0.0.1:PORT on a free port, and wait for it
+    int pass_socket = -1; ///< hand this listening socket over as systemd does (fd 3, LISTEN_FDS)
+    std::vector<std::string> wrapper; ///< run tarry through this program (argv before tarry's)
+    std::string output;               ///< file for stdout and stderr; empty: inherited
+};
+
+/// tarry as a child process (on a free port unless told otherwise), stopped with SIGTERM and
+/// waited for when destroyed.
+class tarry_process {
+public:
+    explicit tarry_process(std::vector<std::string> args, launch_options opts = {})
+        : port_(opts.listen ? free_port() : 0) {
+        if (opts.listen)
+            args.insert(args.begin(), {"--listen", "127.0.0.1:" + std::to_string(port_)});
+        args.insert(args.begin(), {"--log-level", "warn"});
+        args.insert(args.begin(), TARRY_BINARY);
+        args.insert(args.begin(), opts.wrapper.begin(), opts.wrapper.end());
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            if (!opts.output.empty()) {
+                if (std::FILE* f = std::fopen(opts.output.c_str(), "a")) {
+                    ::dup2(::fileno(f), 1);
+                    ::dup2(::fileno(f), 2);
+                }
+            }
+            if (opts.pass_socket >= 0) {
+                // sd_listen_fds(3): the sockets from descriptor 3 on, for this very process.
+                if (opts.pass_socket != 3) {
+                    ::dup2(opts.pass_socket, 3);
+                    ::close(opts.pass_socket);
+                }
+                ::setenv("LISTEN_FDS", "1", 1);
+                ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
+            }
+            std::vector<char*> argv;
+            for (auto& a : args)
+                argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execvp(argv.front(), argv.data());
+            ::_exit(127);
+        }
+        if (!opts.listen) return;
+        for (int i = 0; i < 200; ++i) { // up to 10 s to listen
+            if (test_client(port_).connected()) return;
+            std::this_thread::sleep_for(50ms);
+        }
+    }
+    tarry_process(const tarry_process&) = delete;
+    tarry_process& operator=(const tarry_process&) = delete;
+    ~tarry_process() { stop(); }
+
+    /// SIGTERM, then the exit status (-1 if it did not exit normally).
+    int stop() {
+        if (pid_ <= 0) return status_;
+        ::kill(pid_, SIGTERM);
+        return wait();
+    }
+    /// Waits for it to exit by itself: the exit status (-1 if it did not exit normally).
+    int wait() {
+        if (pid_ <= 0) return status_;
+        int st = 0;
+        ::waitpid(pid_, &st, 0);
+        pid_ = -1;
+        status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        return status_;
+    }
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+
+private:
+    std::uint16_t port_;
+    pid_t pid_ = -1;
+    int status_ = -1;
+};
+
+} // namespace tarry::test
