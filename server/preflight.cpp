@@ -1,5 +1,10 @@
 #include "preflight.hpp"
 
+#include "listener.hpp"
+#include "shared_socket.hpp"
+
+#include <sys/socket.h>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -34,6 +39,21 @@ void check_log_file(const fs::path& file, const std::string& key) {
                            std::generic_category().message(errno) + ")");
 }
 
+/// Whether this machine has the address to bind: a probe on port 0, which takes no port.
+void check_tcp_address(const listen_address& addr, const std::string& key) {
+    const auto ep = endpoint_of(addr);
+    const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return; // the start says why
+    auto any_port = ep;
+    any_port.port(0);
+    const bool missing =
+        ::bind(fd, any_port.data(), static_cast<socklen_t>(any_port.size())) != 0 &&
+        errno == EADDRNOTAVAIL;
+    ::close(fd);
+    if (missing)
+        throw config_error(key + ": " + addr.name() + ": this machine has no such address");
+}
+
 } // namespace
 
 void preflight(const config& cfg) {
@@ -42,6 +62,12 @@ void preflight(const config& cfg) {
         if (cfg.routes[i].what == route_config::kind::files)
             check_docroot(cfg.routes[i].docroot, "route[" + std::to_string(i + 1) + "].docroot");
     if (cfg.access_log) check_log_file(*cfg.access_log, "access_log");
+    for (const listen_address& a : cfg.listen)
+        if (a.unix_path.empty())
+            check_tcp_address(a, "listen");
+        else
+            check_unix_address(a);
+    if (cfg.admin_listen) check_tcp_address(*cfg.admin_listen, "admin_listen");
 }
 
 } // namespace tarry::server

@@ -66,22 +66,43 @@ gid_t group_id(const std::string& name, const listen_address& addr) {
     return gr.gr_gid;
 }
 
+/// The owner= of `addr` as ids (uid, gid), naming what does not exist.
+std::pair<uid_t, gid_t> owner_ids(const listen_address& addr) {
+    const std::size_t colon = addr.owner.find(':');
+    gid_t gid = 0;
+    const uid_t uid = user_id(addr.owner.substr(0, colon), addr, gid);
+    if (colon != std::string::npos) gid = group_id(addr.owner.substr(colon + 1), addr);
+    return {uid, gid};
+}
+
 } // namespace
+
+void check_unix_address(const listen_address& addr) {
+    const std::filesystem::path dir = addr.unix_path.has_parent_path()
+                                          ? addr.unix_path.parent_path()
+                                          : std::filesystem::path(".");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+        throw config_error("listen: " + addr.name() + ": the directory " + dir.string() +
+                           " does not exist");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw config_error("listen: " + addr.name() + ": cannot create the socket in " +
+                           dir.string() + " (" + std::generic_category().message(errno) + ")");
+    if (!addr.owner.empty()) owner_ids(addr);
+}
 
 void apply_unix_permissions(const listen_address& addr) {
     const char* path = addr.unix_path.c_str();
     if (addr.mode && ::chmod(path, static_cast<mode_t>(*addr.mode)) != 0)
         fail(addr, "chmod", errno);
     if (!addr.owner.empty()) {
-        const std::size_t colon = addr.owner.find(':');
-        gid_t gid = 0;
-        const uid_t uid = user_id(addr.owner.substr(0, colon), addr, gid);
-        if (colon != std::string::npos) gid = group_id(addr.owner.substr(colon + 1), addr);
+        const auto [uid, gid] = owner_ids(addr);
         if (::chown(path, uid, gid) != 0) fail(addr, "chown", errno);
     }
 }
 
 std::shared_ptr<shared_socket> shared_socket::bind_unix(const listen_address& addr) {
+    check_unix_address(addr);
     const std::filesystem::path& path = addr.unix_path;
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {

@@ -45,6 +45,10 @@ private:
 /// variables are cleared so that nothing started later takes them too. Empty without them.
 std::vector<std::shared_ptr<shared_socket>> take_inherited_sockets();
 
+/// What can be told of a Unix socket address without binding it: its directory exists and is
+/// writable, its owner= names a user (and group) this machine has. Throws config_error.
+void check_unix_address(const listen_address& addr);
+
 /// `addr` as a file's mode and owner demand it (chmod, chown), naming the address on failure.
 void apply_unix_permissions(const listen_address& addr);
 

@@ -145,13 +145,26 @@ TEST(BinaryTest, CheckConfigRefusesWhatAStartWouldRefuse) {
         {"--docroot " + d + "/file", "tarry: docroot: " + d + "/file is not a directory"},
         {"--access-log " + d + "/nodir/access.log",
          "tarry: access_log: the directory " + d + "/nodir does not exist"},
+        {"--listen unix:" + d + "/nodir/t.sock",
+         "tarry: listen: unix:" + d + "/nodir/t.sock: the directory " + d + "/nodir does not exist"},
+        {"--listen 'unix:" + d + "/t.sock owner=no-such-user-here'",
+         "tarry: listen: unix:" + d + "/t.sock: owner=no-such-user-here: no user no-such-user-here"},
+        {"--listen 'unix:" + d + "/t.sock owner=root:no-such-group-here'",
+         "tarry: listen: unix:" + d +
+             "/t.sock: owner=root:no-such-group-here: no group no-such-group-here"},
+        // TEST-NET-1: an address this machine does not have.
+        {"--listen 192.0.2.1:8080", "tarry: listen: 192.0.2.1:8080: this machine has no such "
+                                    "address"},
+        {"--listen 127.0.0.1:0 --admin-listen 192.0.2.1:9090",
+         "tarry: admin_listen: 192.0.2.1:9090: this machine has no such address"},
     };
     for (const auto& [args, line] : cases) {
         const result r = run_tarry("--check-config " + args);
         EXPECT_EQ(r.status, 2) << args << ": " << r.output;
         EXPECT_EQ(r.output, line + "\n") << args;
         // A start says the same, at once.
-        const result start = run_tarry("--listen 127.0.0.1:0 " + args);
+        const result start = run_tarry(
+            (args.find("--listen") == std::string::npos ? "--listen 127.0.0.1:0 " : "") + args);
         EXPECT_EQ(start.status, 2) << args << ": " << start.output;
         EXPECT_EQ(start.output, line + "\n") << args;
     }
