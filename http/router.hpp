@@ -2,12 +2,26 @@
 
 #include "handler.hpp"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace tarry::http {
+
+/// What one route answered, by status class (1xx .. 5xx). Written by its worker's thread only
+/// (a relaxed load and store, no locked instruction), read by the metrics endpoint's.
+struct route_stats {
+    std::array<std::atomic<std::uint64_t>, 5> responses{};
+    void count(unsigned status) noexcept {
+        auto& c = responses[std::min<unsigned>(std::max(status / 100, 1U), 5U) - 1];
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+};
 
 /// Chooses the handler for a request: the route with the longest path prefix of the target.
 ///
@@ -19,10 +33,12 @@ public:
     struct route {
         std::string prefix;
         std::shared_ptr<handler> target;
+        route_stats* stats = nullptr; ///< where its responses are counted; null: nowhere
     };
 
-    /// Adds a route. A prefix given twice replaces the earlier one.
-    void add(std::string prefix, std::shared_ptr<handler> target);
+    /// Adds a route. A prefix given twice replaces the earlier one. `stats` outlives the router
+    /// and every request it routes.
+    void add(std::string prefix, std::shared_ptr<handler> target, route_stats* stats = nullptr);
 
     /// The route for `target` (origin-form path, query allowed), or null if none matches.
     [[nodiscard]] const route* find(std::string_view target) const noexcept {

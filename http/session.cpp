@@ -401,6 +401,7 @@ void session::dispatch() {
         as_exchange().finish();
     } else {
         route = settings_->routes != nullptr ? settings_->routes->find(req.target) : nullptr;
+        state_->stats = route != nullptr ? route->stats : nullptr;
         handler& h = route != nullptr ? *route->target : fallback();
         h.on_request(as_exchange());
         if (!finished_ && deferred_answer() == nullptr) {
@@ -429,7 +430,8 @@ void session::emit(std::string& out, response_head& head, std::string_view date)
     const std::uint64_t bytes = head_only_ || head.length_unknown ? 0 : head.content_length;
     // Every response, the deferred ones too (a proxied answer comes outside consume()).
     if (transport_ != nullptr) {
-        transport_->responded(req, head.status, bytes);
+        transport_->responded(req, dispatched_ && state_ ? state_->stats : nullptr, head.status,
+                              bytes);
     } else if (run_ != nullptr && run_->log != nullptr) {
         run_->log->on_response(req, head.status, bytes);
     }

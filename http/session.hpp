@@ -52,10 +52,11 @@ public:
     /// unknown. Looked up when asked: most requests never need it.
     [[nodiscard]] virtual std::string_view peer() noexcept { return {}; }
     /// A response head was written (now, or by a handler answering later): for the access log
-    /// and the response metrics. `request` is null when the bytes never made a request.
-    virtual void responded(const request_head* request, unsigned status,
+    /// and the response metrics. `request` is null when the bytes never made a request; `route`
+    /// is the counters of the route that answered (null for the session's own answers).
+    virtual void responded(const request_head* request, route_stats* route, unsigned status,
                            std::uint64_t body_bytes) noexcept {
-        (void)request, (void)status, (void)body_bytes;
+        (void)request, (void)route, (void)status, (void)body_bytes;
     }
 
 protected:
@@ -245,6 +246,7 @@ private:
         bool resumed = false;       ///< ... and it called resume_body(): it has room again
         std::optional<request_parser> parser;
         std::shared_ptr<handler> held; ///< the route's handler, while an answer is deferred
+        route_stats* stats = nullptr;  ///< the route's counters, once dispatched
         deferred* answer = nullptr;    ///< the handler's state while it answers later
         session* owner = nullptr;
         std::size_t on_body(std::string_view bytes) override;

@@ -116,10 +116,11 @@ void connection::release_kept() noexcept {
     http::session::release_kept();
 }
 
-void connection::responded(const http::request_head* request, unsigned status,
-                           std::uint64_t body_bytes) noexcept {
+void connection::responded(const http::request_head* request, http::route_stats* route,
+                           unsigned status, std::uint64_t body_bytes) noexcept {
     worker_metrics& m = ctx_.metrics;
     m.requests.add();
+    if (route != nullptr) route->count(status);
     m.responses[std::min<unsigned>(std::max(status / 100, 1U), 5U) - 1].add();
     if (access_log* log = ctx_.settings.access) log->write(peer(), request, status, body_bytes);
 }

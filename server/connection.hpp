@@ -124,7 +124,7 @@ public:
     std::string_view date() noexcept override;
     void wake() noexcept override;
     std::string_view peer() noexcept override;
-    void responded(const http::request_head* request, unsigned status,
+    void responded(const http::request_head* request, http::route_stats* route, unsigned status,
                    std::uint64_t body_bytes) noexcept override;
 
 private:

@@ -88,11 +88,12 @@ build_router(const config& cfg, const std::vector<custom_route>& custom, handler
     router_build b;
     for (const route_config& route : effective_routes(cfg)) {
         for (const auto& [what, make] : makers) {
-            if (what == route.what) r->add(route.prefix, make(route, cfg, ctx, b));
+            if (what == route.what)
+                r->add(route.prefix, make(route, cfg, ctx, b), &ctx.routes.of(route.prefix));
         }
     }
     for (const custom_route& c : custom)
-        r->add(c.prefix, c.make(ctx));
+        r->add(c.prefix, c.make(ctx), &ctx.routes.of(c.prefix));
     return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include "config.hpp"
 #include "poller.hpp"
+#include "worker_metrics.hpp"
 
 #include <tarry/http/router.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
@@ -21,6 +22,7 @@ struct handler_context {
     boost::asio::io_context& io;
     timeouts::timeout_registry& registry;
     poller& poll;
+    route_counters& routes; ///< where each route's responses are counted
 };
 
 /// Makes one worker's instance of a handler.

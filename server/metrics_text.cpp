@@ -17,6 +17,22 @@ void family(std::string& out, std::string_view name, std::string_view type, std:
     fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
+/// A label's value as the exposition format writes it: backslash, double quote and newline
+/// escaped (a route's prefix may hold any of them).
+std::string label_value(std::string_view v) {
+    std::string out;
+    out.reserve(v.size());
+    for (const char c : v) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
 template <class F> std::int64_t sum(const std::vector<worker*>& ws, F f) {
     std::int64_t n = 0;
     for (worker* w : ws)
@@ -223,6 +239,23 @@ std::string render_metrics(const std::vector<worker*>& ws,
     for (std::size_t c = 0; c < 5; ++c)
         fmt::format_to(std::back_inserter(out), "tarry_responses_total{{code=\"{}xx\"}} {}\n",
                        c + 1, sum(ws, [c](worker_metrics& m) { return m.responses[c].get(); }));
+    family(out, "tarry_route_responses_total", "counter",
+           "Responses by route (its prefix) and status class; the server's own answers (a "
+           "malformed request, OPTIONS *) are in tarry_responses_total only.");
+    {
+        std::map<std::string, std::array<std::uint64_t, 5>> by_route;
+        for (worker* w : ws)
+            w->metrics().routes.each([&](const std::string& prefix, const http::route_stats& s) {
+                auto& sums = by_route[prefix];
+                for (std::size_t c = 0; c < 5; ++c)
+                    sums[c] += s.responses[c].load(std::memory_order_relaxed);
+            });
+        for (const auto& [prefix, sums] : by_route)
+            for (std::size_t c = 0; c < 5; ++c)
+                fmt::format_to(std::back_inserter(out),
+                               "tarry_route_responses_total{{route=\"{}\",code=\"{}xx\"}} {}\n",
+                               label_value(prefix), c + 1, sums[c]);
+    }
     counter_line("tarry_received_bytes_total", "counter", "Bytes received from clients.",
                  sum(ws, [](worker_metrics& m) { return m.received_bytes.get(); }));
     counter_line("tarry_sent_bytes_total", "counter", "Bytes sent to clients (files included).",

@@ -7,7 +7,8 @@ namespace tarry::server {
 /// What a start would refuse, checked without starting: every document root is a readable
 /// directory, the access log's directory exists and is writable (and so is the file, if it is
 /// there), every listen address is one this machine has, every Unix socket's directory exists
-/// and its owner= does. (A port in use is not checked: a running tarry holds its own.) Throws config_error naming the key, for `--check-config`, a start and a reload alike.
+/// and its owner= does. (A port in use is not checked: a running tarry holds its own.) Throws
+/// config_error naming the key, for `--check-config`, a start and a reload alike.
 void preflight(const config& cfg);
 
 } // namespace tarry::server

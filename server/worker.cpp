@@ -22,8 +22,9 @@ worker::worker(unsigned index, const config& cfg, unsigned workers,
                                        settings_,   metrics_,
                                        proxied_v6_, &worker::on_connection_closed,
                                        this},
-      handlers_{io_, registry_, poller_}, pressure_(registry_, settings_, live_, metrics_),
-      trimmer_(io_), drain_timer_(io_), spread_timer_(io_) {}
+      handlers_{io_, registry_, poller_, metrics_.routes},
+      pressure_(registry_, settings_, live_, metrics_), trimmer_(io_), drain_timer_(io_),
+      spread_timer_(io_) {}
 
 void worker::set_router(std::shared_ptr<http::router> r) {
     router_ = std::move(r);

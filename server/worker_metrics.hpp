@@ -2,11 +2,15 @@
 
 #include "close_reason.hpp"
 
+#include <tarry/http/router.hpp>
 #include <tarry/timeouts/expiry_stats.hpp>
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
 #include <string_view>
 
 namespace tarry::server {
@@ -44,6 +48,28 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(conn_phas
 // A std::array with too few initialisers compiles: an empty last name means one is missing.
 static_assert(!conn_phase_names.back().empty());
 
+/// One worker's response counters per route prefix, kept for the worker's life so that a reload
+/// is not a counter reset. A label per prefix the configuration ever had: bounded by it. The
+/// map is locked only to add a prefix (a reload) and to walk it (the metrics endpoint); the
+/// counters themselves are written lock-free by the worker.
+class route_counters {
+public:
+    /// The counters of `prefix`, made on first use; they never move.
+    http::route_stats& of(const std::string& prefix) {
+        const std::lock_guard lock(mu_);
+        return by_prefix_[prefix];
+    }
+    template <typename F> void each(F&& f) const {
+        const std::lock_guard lock(mu_);
+        for (const auto& [prefix, stats] : by_prefix_)
+            f(prefix, stats);
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::map<std::string, http::route_stats> by_prefix_;
+};
+
 struct worker_metrics {
     counter accepted;
     counter accept_errors;
@@ -67,6 +93,7 @@ struct worker_metrics {
     counter saved_at_timeout; ///< keep-alive deadlines that found a request waiting, served it
     counter pressure_retires; ///< at the limit, recently used connections asked to close next
     std::array<counter, static_cast<std::size_t>(close_reason::count_)> closes;
+    route_counters routes;
     std::array<counter, static_cast<std::size_t>(conn_phase::count_)> phases;
 
     void closed(close_reason r) noexcept { closes[static_cast<std::size_t>(r)].add(); }

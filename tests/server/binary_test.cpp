@@ -145,10 +145,12 @@ TEST(BinaryTest, CheckConfigRefusesWhatAStartWouldRefuse) {
         {"--docroot " + d + "/file", "tarry: docroot: " + d + "/file is not a directory"},
         {"--access-log " + d + "/nodir/access.log",
          "tarry: access_log: the directory " + d + "/nodir does not exist"},
-        {"--listen unix:" + d + "/nodir/t.sock",
-         "tarry: listen: unix:" + d + "/nodir/t.sock: the directory " + d + "/nodir does not exist"},
+        {"--listen unix:" + d + "/nodir/t.sock", "tarry: listen: unix:" + d +
+                                                     "/nodir/t.sock: the directory " + d +
+                                                     "/nodir does not exist"},
         {"--listen 'unix:" + d + "/t.sock owner=no-such-user-here'",
-         "tarry: listen: unix:" + d + "/t.sock: owner=no-such-user-here: no user no-such-user-here"},
+         "tarry: listen: unix:" + d +
+             "/t.sock: owner=no-such-user-here: no user no-such-user-here"},
         {"--listen 'unix:" + d + "/t.sock owner=root:no-such-group-here'",
          "tarry: listen: unix:" + d +
              "/t.sock: owner=root:no-such-group-here: no group no-such-group-here"},

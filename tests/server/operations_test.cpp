@@ -232,6 +232,62 @@ TEST(AdminTest, MetricsAndHealthOnTheAdminAddressOnly) {
     runner.join();
 }
 
+TEST(AdminTest, ResponsesAreCountedPerRouteAndAReloadDoesNotResetThem) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("tarry_routes_" + std::to_string(::getpid()));
+    // Targets map under the docroot whole, as nginx's `root`: /static/a.txt is www/static/a.txt.
+    for (const char* sub : {"static", "more"}) {
+        std::filesystem::create_directories(dir / "www" / sub);
+        std::ofstream(dir / "www" / sub / "a.txt") << "a";
+    }
+    const auto file = dir / "tarry.toml";
+    const std::string routes = "listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\n"
+                               "workers = 2\n[[route]]\nprefix = \"/static/\"\ndocroot = \"" +
+                               (dir / "www").string() + "\"\n";
+    std::ofstream(file) << routes;
+    server::config cfg = server::load_config_file(file);
+    cfg.config_file = file;
+    server::server srv(cfg);
+    std::thread runner([&] { srv.run(); });
+    const auto port = srv.endpoints().at(0).port();
+    const auto admin_port = srv.admin_endpoint()->port();
+    const auto ask = [&](const std::string& target) {
+        test_client c(port);
+        c.send("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n");
+        return c.read_response();
+    };
+    ASSERT_EQ(ask("/static/a.txt")->status, 200);
+    ASSERT_EQ(ask("/static/a.txt")->status, 200);
+    ASSERT_EQ(ask("/static/missing")->status, 404);
+    ASSERT_EQ(ask("/hello")->status, 200);
+    {
+        test_client c(port); // a malformed request: the server's own answer, no route's
+        c.send("GET / HTTP/1.1\r\nHost: t\r\nContent-Length: x\r\n\r\n");
+        ASSERT_EQ(c.read_response()->status, 400);
+    }
+    const auto has = [&](const std::string& line) {
+        const std::string m = http_get(admin_port, "/metrics");
+        EXPECT_NE(m.find(line + "\n"), std::string::npos) << line << "\n" << m;
+    };
+    has(R"(tarry_route_responses_total{route="/static/",code="2xx"} 2)");
+    has(R"(tarry_route_responses_total{route="/static/",code="4xx"} 1)");
+    has(R"(tarry_route_responses_total{route="/",code="2xx"} 1)");
+    has(R"(tarry_route_responses_total{route="/",code="4xx"} 0)");
+    has(R"(tarry_responses_total{code="4xx"} 2)");
+    // A reload (a route added) keeps the counts: a reset would read as one to Prometheus.
+    std::ofstream(file) << routes << "[[route]]\nprefix = \"/more/\"\ndocroot = \""
+                        << (dir / "www").string() << "\"\n";
+    ASSERT_TRUE(srv.request_reload().get());
+    std::this_thread::sleep_for(100ms);
+    ASSERT_EQ(ask("/static/a.txt")->status, 200);
+    ASSERT_EQ(ask("/more/a.txt")->status, 200);
+    has(R"(tarry_route_responses_total{route="/static/",code="2xx"} 3)");
+    has(R"(tarry_route_responses_total{route="/more/",code="2xx"} 1)");
+    srv.stop();
+    runner.join();
+    std::filesystem::remove_all(dir);
+}
+
 /// The binary under `ulimit -n`, as a child process.
 pid_t spawn_limited(rlim_t nofile, const std::vector<std::string>& args) {
     const pid_t pid = ::fork();
