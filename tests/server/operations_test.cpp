@@ -158,6 +158,46 @@ TEST_F(ReloadTest, ListenersAddedAndRemovedFollowTheFile) {
     EXPECT_TRUE(before.read_response());
 }
 
+TEST_F(ReloadTest, AUnixSocketInAMissingDirectoryIsRejectedThenAddedThenRemovedWithItsFile) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("tarry_reload_unix_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    const auto sock = dir / "t.sock";
+    const auto p1 = free_port();
+    const std::string tcp = "\"127.0.0.1:" + std::to_string(p1) + "\"";
+    write("listen = [" + tcp + "]\n");
+    start();
+    const std::string with_unix =
+        "listen = [" + tcp + ", \"unix:" + sock.string() + " mode=0600\"]\n";
+    write(with_unix);
+    EXPECT_FALSE(srv->request_reload().get()) << "its directory does not exist";
+    EXPECT_FALSE(std::filesystem::exists(dir));
+    test_client still(p1);
+    ASSERT_TRUE(still.send(get));
+    EXPECT_TRUE(still.read_response()) << "the running listeners are untouched";
+
+    std::filesystem::create_directories(dir);
+    ASSERT_TRUE(srv->request_reload().get());
+    std::this_thread::sleep_for(100ms);
+    test_client over_unix(unix_path{sock.string()});
+    ASSERT_TRUE(over_unix.send(get));
+    EXPECT_TRUE(over_unix.read_response());
+    EXPECT_EQ(std::filesystem::status(sock).permissions(), std::filesystem::perms::owner_read |
+                                                               std::filesystem::perms::owner_write);
+    ASSERT_TRUE(srv->request_reload().get()) << "the same file again keeps the socket";
+    std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(over_unix.send(get));
+    EXPECT_TRUE(over_unix.read_response());
+
+    write("listen = [" + tcp + "]\n");
+    ASSERT_TRUE(srv->request_reload().get());
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(std::filesystem::exists(sock)) << "a socket the file no longer names goes";
+    ASSERT_TRUE(over_unix.send(get)); // a connection accepted on it stays
+    EXPECT_TRUE(over_unix.read_response());
+    std::filesystem::remove_all(dir);
+}
+
 std::string http_get(std::uint16_t port, const std::string& path) {
     test_client c(port);
     c.send("GET " + path + " HTTP/1.1\r\nHost: admin\r\n\r\n");
