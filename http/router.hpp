@@ -13,12 +13,17 @@
 
 namespace tarry::http {
 
+/// A status's class as an index: 0 for 1xx .. 4 for 5xx (out-of-range codes clamp).
+constexpr std::size_t status_class(unsigned status) noexcept {
+    return std::min<unsigned>(std::max(status / 100, 1U), 5U) - 1;
+}
+
 /// What one route answered, by status class (1xx .. 5xx). Written by its worker's thread only
 /// (a relaxed load and store, no locked instruction), read by the metrics endpoint's.
 struct route_stats {
     std::array<std::atomic<std::uint64_t>, 5> responses{};
-    void count(unsigned status) noexcept {
-        auto& c = responses[std::min<unsigned>(std::max(status / 100, 1U), 5U) - 1];
+    void count(std::size_t status_class) noexcept {
+        auto& c = responses[status_class];
         c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
 };

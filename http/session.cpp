@@ -339,6 +339,7 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             if (used == size) break;
             state_ = states::take();
             state_->owner = this;
+            state_->stats = nullptr; // until dispatch() finds the route (a recycled state)
             state_->parser.emplace(state_->head, settings_->max_header_bytes,
                                    settings_->max_body_bytes, *state_);
         }
@@ -430,8 +431,7 @@ void session::emit(std::string& out, response_head& head, std::string_view date)
     const std::uint64_t bytes = head_only_ || head.length_unknown ? 0 : head.content_length;
     // Every response, the deferred ones too (a proxied answer comes outside consume()).
     if (transport_ != nullptr) {
-        transport_->responded(req, dispatched_ && state_ ? state_->stats : nullptr, head.status,
-                              bytes);
+        transport_->responded(req, state_ ? state_->stats : nullptr, head.status, bytes);
     } else if (run_ != nullptr && run_->log != nullptr) {
         run_->log->on_response(req, head.status, bytes);
     }

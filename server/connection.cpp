@@ -120,9 +120,16 @@ void connection::responded(const http::request_head* request, http::route_stats*
                            unsigned status, std::uint64_t body_bytes) noexcept {
     worker_metrics& m = ctx_.metrics;
     m.requests.add();
-    if (route != nullptr) route->count(status);
-    m.responses[std::min<unsigned>(std::max(status / 100, 1U), 5U) - 1].add();
-    if (access_log* log = ctx_.settings.access) log->write(peer(), request, status, body_bytes);
+    const std::size_t cls = http::status_class(status);
+    m.responses[cls].add();
+    if (route != nullptr) route->count(cls);
+    if (ctx_.settings.access != nullptr) log_response(request, status, body_bytes);
+}
+
+void connection::log_response(const http::request_head* request, unsigned status,
+                              std::uint64_t body_bytes) noexcept {
+    // Out of line: without a log, responded() saves no register and makes no call.
+    ctx_.settings.access->write(peer(), request, status, body_bytes);
 }
 
 void connection::measure_written() noexcept {
@@ -188,7 +195,7 @@ std::string_view connection::peer() noexcept {
 
 bool connection::take_proxy_header(io_state& io) noexcept {
     const proxy_header h = parse_proxy_header({io.in.data(), io.in_len});
-    if (h.what == proxy_header::status::incomplete) return true; // header_timeout bounds it
+    if (h.what == proxy_header::status::incomplete) return false; // header_timeout bounds it
     if (h.what == proxy_header::status::malformed) {
         // A listener behind a balancer takes nothing else: no answer, as nginx and HAProxy.
         close(close_reason::proxy_header);
@@ -208,7 +215,7 @@ bool connection::take_proxy_header(io_state& io) noexcept {
     }
     io.in_len -= static_cast<std::uint32_t>(h.length);
     std::memmove(io.in.data(), io.in.data() + h.length, io.in_len);
-    return true;
+    return io.in_len != 0;
 }
 
 void connection::wake() noexcept {
@@ -272,9 +279,8 @@ void connection::drive(bool fresh) {
             woken_ = false;
             fresh = true;
         }
-        if (fresh && proxy_header_ && in_len() != 0 && !take_proxy_header(*io_)) return;
-        if (fresh && in_len() != 0 && !proxy_header_ && !session_.closing() &&
-            !session_.has_file()) {
+        if (fresh && in_len() != 0 && !session_.closing() && !session_.has_file() &&
+            (!proxy_header_ || take_proxy_header(*io_))) [[likely]] {
             io_state& io = *io_;
             // Past its age the connection answers this request with Connection: close; it is
             // never closed idle for age. A clock read only when an age is set.
@@ -288,6 +294,8 @@ void connection::drive(bool fresh) {
                 io.in_len -= static_cast<std::uint32_t>(used);
                 if (io.in_len != 0) std::memmove(io.in.data(), io.in.data() + used, io.in_len);
             }
+        } else if (closed_) {
+            return; // a malformed PROXY header
         }
         fresh = false;
         // A tunnel's two directions are independent: while its output waits for the client to

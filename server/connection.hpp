@@ -141,8 +141,11 @@ private:
     void release_buffers() noexcept;
     void measure_written() noexcept;
     void nodelay() noexcept;
-    /// The PROXY header at the start of the input: taken off, its client kept. False: it is
-    /// malformed, and the connection closed.
+    [[gnu::noinline]] void log_response(const http::request_head* request, unsigned status,
+                                        std::uint64_t body_bytes) noexcept;
+    /// The PROXY header at the start of the input: taken off, its client kept. Whether request
+    /// bytes follow it; false too while it is incomplete, or when it is malformed (the
+    /// connection is then closed: closed_ says which).
     bool take_proxy_header(io_state& io) noexcept;
 
     /// The request in progress's buffers, taken now if the connection was idle.
@@ -172,11 +175,11 @@ private:
     bool want_write_ = false;
     bool driving_ = false; ///< drive() is on the stack: a wake() only asks it to parse again
     bool woken_ = false;
-    // Rarely written flags, packed to leave the object its size.
-    bool peer_eof_ : 1 = false;
+    bool peer_eof_ = false;
+    bool wake_posted_ = false; ///< a drive for a handler's news is queued on the loop
+    // Flags read once per connection or per edge, packed to leave the object its size.
     bool hung_up_ : 1 = false;      ///< the peer shut down or reset: no further edge will come
     bool nodelay_ : 1 = false;      ///< TCP_NODELAY is set (from the first keep-alive or file on)
-    bool wake_posted_ : 1 = false;  ///< a drive for a handler's news is queued on the loop
     bool proxy_header_ : 1 = false; ///< a PROXY header is still to come, before any request
     bool peer_v6_ : 1 = false;      ///< the PROXY header's client is in ctx_.proxied_v6
 };
