@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 namespace tarry::server {
 namespace {
@@ -166,16 +167,15 @@ proxy_header parse_v1_unknown(v1_cursor c) noexcept {
     return with(status::malformed);
 }
 
+/// What matching a literal leaves to say: nothing when it is whole, else incomplete or malformed.
+std::optional<proxy_header> short_of(match m) noexcept {
+    if (m == match::whole) return std::nullopt;
+    return with(m == match::prefix ? status::incomplete : status::malformed);
+}
+
 /// "PROXY TCP4|TCP6 src dst sport dport\r\n" or "PROXY UNKNOWN...\r\n" in `in`, at most 107 bytes.
 proxy_header parse_v1_line(std::string_view in) noexcept {
-    switch (match_literal(in, 0, v1_prefix)) {
-    case match::whole:
-        break;
-    case match::prefix:
-        return with(status::incomplete);
-    case match::mismatch:
-        return with(status::malformed);
-    }
+    if (const auto r = short_of(match_literal(in, 0, v1_prefix))) return *r;
     v1_cursor c{in, v1_prefix.size()};
 
     constexpr std::string_view tcp4 = "TCP4 ", tcp6 = "TCP6 ", unknown = "UNKNOWN";
@@ -229,14 +229,7 @@ unsigned byte_at(std::string_view bytes, std::size_t i) noexcept {
 }
 
 proxy_header parse_v2(std::string_view bytes) noexcept {
-    switch (match_literal(bytes, 0, v2_signature)) {
-    case match::whole:
-        break;
-    case match::prefix:
-        return with(status::incomplete);
-    case match::mismatch:
-        return with(status::malformed);
-    }
+    if (const auto r = short_of(match_literal(bytes, 0, v2_signature))) return *r;
 
     if (bytes.size() < 13) return with(status::incomplete);
     const unsigned version = byte_at(bytes, 12) >> 4;
