@@ -50,11 +50,11 @@ void session::start_response(response_head& head) {
     head.close = !keep;
     head.keep_alive_field = keep && req.version == 10;
     head.keep_alive_timeout_s = keep ? s.settings_->keep_alive_timeout_s : 0;
-    s.head_only_ = req.method == bh::verb::head || head.status == 304 || head.status == 204;
-    if (head.length_unknown && !s.head_only_) {
+    s.r_.head_only = req.method == bh::verb::head || head.status == 304 || head.status == 204;
+    if (head.length_unknown && !s.r_.head_only) {
         if (req.version == 11) {
             head.chunked = true;
-            s.chunked_ = true;
+            s.r_.chunked = true;
         } else {
             head.close = true; // an HTTP/1.0 client reads such a body to the close
             head.keep_alive_field = false;
@@ -62,25 +62,25 @@ void session::start_response(response_head& head) {
         }
     }
     if (head.close) s.closing_ = true;
-    s.responding_ = true;
+    s.r_.responding = true;
     if (s.run_ != nullptr) {
         s.emit(s.run_->out, head, s.run_->date);
         return;
     }
     s.emit(s.output(), head, s.transport_->date());
-    s.transport_->wake();
+    s.wake_transport();
 }
 
 void exchange::write(std::string_view bytes) {
     session& s = owner();
-    if (s.head_only_ || bytes.empty()) return;
+    if (s.r_.head_only || bytes.empty()) return;
     std::string& out = s.output();
     // A body streamed in pieces grows the queue to the bound once (and the connection frees it
     // when it goes quiet), rather than doubling past it: a slow client costs the bound.
     const std::size_t need = out.size() + bytes.size() + 32; // and chunk framing
     if (need > out.capacity() && need > (16 << 10))
         out.reserve(std::max(need, s.settings_->max_queued_bytes + 64));
-    if (s.chunked_) {
+    if (s.r_.chunked) {
         char digits[16];
         const auto r = std::to_chars(digits, digits + sizeof digits, bytes.size(), 16);
         out.append(digits, r.ptr);
@@ -90,12 +90,12 @@ void exchange::write(std::string_view bytes) {
     } else {
         out.append(bytes);
     }
-    if (s.run_ == nullptr) s.transport_->wake();
+    s.wake_transport();
 }
 
 void exchange::send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length) {
     session& s = owner();
-    if (!s.head_only_ && length != 0) {
+    if (!s.r_.head_only && length != 0) {
         s.file_ = session::files::take();
         *s.file_ = file_body{std::move(fd), offset, length};
     }
@@ -106,14 +106,14 @@ void exchange::finish() {
     session& s = owner();
     if (s.tunneling()) {
         // The tunnel is over: both sides are done (or one failed). The connection closes.
-        s.body_done_ = true;
+        s.r_.body_done = true;
         s.closing_ = true;
     }
     ++s.requests_;
-    if (s.chunked_) s.output().append("0\r\n\r\n");
-    s.chunked_ = false;
-    s.responding_ = false;
-    s.finished_ = true;
+    if (s.r_.chunked) s.output().append("0\r\n\r\n");
+    s.r_.chunked = false;
+    s.r_.responding = false;
+    s.r_.finished = true;
     s.end_response();
 }
 
@@ -123,10 +123,10 @@ void exchange::respond_text(unsigned status, std::string_view body, std::string_
     response_head head = text_head(status, body.size());
     head.extra_fields = extra_fields;
     s.start_response(head);
-    if (!s.head_only_) s.output().append(body);
+    if (!s.r_.head_only) s.output().append(body);
     ++s.requests_;
-    s.responding_ = false;
-    s.finished_ = true;
+    s.r_.responding = false;
+    s.r_.finished = true;
     if (s.run_ == nullptr) s.end_response(); // within consume(), dispatch() settles the request
 }
 
@@ -143,14 +143,14 @@ void exchange::defer(deferred& d) {
 
 void exchange::read_body() {
     session& s = owner();
-    s.body_to_handler_ = true;
+    s.r_.body_to_handler = true;
     request_parser& parser = *s.state_->parser;
     // Not when body bytes came with the header: the client is sending it already.
-    if (s.state_->head.expect_continue && !s.sent_continue_ && !parser.is_done() &&
-        !s.body_in_hand_) {
+    if (s.state_->head.expect_continue && !s.r_.sent_continue && !parser.is_done() &&
+        !s.r_.body_in_hand) {
         s.output().append(continue_line);
-        s.sent_continue_ = true;
-        if (s.run_ == nullptr) s.transport_->wake();
+        s.r_.sent_continue = true;
+        s.wake_transport();
     }
 }
 
@@ -159,7 +159,7 @@ void exchange::abort() {
     s.closing_ = true;
     s.set_deferred(nullptr);
     s.finish_request();
-    if (s.run_ == nullptr && s.transport_ != nullptr) s.transport_->wake();
+    s.wake_transport();
 }
 
 std::string_view exchange::upgrade_asked() const noexcept {
@@ -183,24 +183,24 @@ void exchange::upgrade(response_head head) {
     head.keep_alive_timeout_s = 0;
     head.length_unknown = true; // no framing: the bytes that follow are the new protocol's
     s.state_->mode = session::tunnel::open;
-    s.responding_ = true;
-    s.head_only_ = s.chunked_ = false;
+    s.r_.responding = true;
+    s.r_.head_only = s.r_.chunked = false;
     // From now on the client's bytes are the tunnel's: its stream ends when the client
     // half-closes (input_ended), not with the request's (empty) body.
-    s.body_done_ = s.body_paused_ = false;
+    s.r_.body_done = s.r_.body_paused = false;
     if (s.run_ != nullptr) {
         s.emit(s.run_->out, head, s.run_->date);
         return;
     }
     s.emit(s.output(), head, s.transport_->date());
-    s.transport_->wake();
+    s.wake_transport();
 }
 
 void exchange::shutdown_output() {
     session& s = owner();
     if (s.state_->mode != session::tunnel::open) return;
     s.state_->mode = session::tunnel::shut_asked;
-    if (s.run_ == nullptr) s.transport_->wake();
+    s.wake_transport();
 }
 
 void exchange::resume_body() {
@@ -211,16 +211,16 @@ void exchange::resume_body() {
         s.state_->resumed = true;
         return;
     }
-    if (!s.body_paused_) return;
-    s.body_paused_ = false;
-    if (s.run_ == nullptr) s.transport_->wake();
+    if (!s.r_.body_paused) return;
+    s.r_.body_paused = false;
+    s.wake_transport();
 }
 
 // --- session ------------------------------------------------------------------------------------
 
 std::size_t session::request_state::on_body(std::string_view bytes) {
     session& s = *owner;
-    if (!s.body_to_handler_ || answer == nullptr) return bytes.size(); // discarded
+    if (!s.r_.body_to_handler || answer == nullptr) return bytes.size(); // discarded
     delivering = true;
     resumed = false;
     const std::size_t taken = answer->on_body(bytes);
@@ -231,10 +231,12 @@ std::size_t session::request_state::on_body(std::string_view bytes) {
 
 void session::paused_or_again(bool resumed) noexcept {
     if (!resumed) {
-        body_paused_ = true; // until resume_body()
+        r_.body_paused = true; // until resume_body()
         return;
     }
-    if (transport_ != nullptr) transport_->wake(); // room again: the connection offers the rest
+    // Room again: the connection offers the rest, even from within consume() (its parse may
+    // have stopped at what the answer refused).
+    if (transport_ != nullptr) transport_->wake();
 }
 
 void session::release_kept() noexcept {
@@ -267,8 +269,7 @@ std::string& session::output() {
 }
 
 void session::finish_request() noexcept {
-    sent_continue_ = dispatched_ = responding_ = finished_ = chunked_ = head_only_ = false;
-    body_to_handler_ = body_paused_ = body_done_ = false;
+    r_ = {};
     if (draining_) closing_ = true;
     if (!state_) return;
     state_->answer = nullptr;
@@ -284,12 +285,12 @@ void session::finish_request() noexcept {
 void session::end_response() noexcept {
     // The request ends when both its response and its body are done; until then a body still
     // arriving is read (for the handler, or to discard it).
-    if (!finished_ || !body_done_) {
-        if (run_ == nullptr && transport_ != nullptr) transport_->wake();
+    if (!r_.finished || !r_.body_done) {
+        wake_transport();
         return;
     }
     finish_request();
-    if (run_ == nullptr && transport_ != nullptr) transport_->wake();
+    wake_transport();
 }
 
 void session::abort() noexcept {
@@ -300,8 +301,8 @@ void session::abort() noexcept {
 }
 
 bool session::input_ended() {
-    if (!tunneling() || body_done_) return false;
-    body_done_ = true;
+    if (!tunneling() || r_.body_done) return false;
+    r_.body_done = true;
     if (deferred* d = deferred_answer()) d->on_body_end();
     return true;
 }
@@ -310,7 +311,7 @@ std::size_t session::tunnel_in(const char* data, std::size_t size) {
     // No HTTP here any more: the bytes go to the tunnel as they are, whatever the output holds
     // (the two directions do not wait for each other).
     deferred* d = deferred_answer();
-    if (d == nullptr || body_paused_ || body_done_ || size == 0) return 0;
+    if (d == nullptr || r_.body_paused || r_.body_done || size == 0) return 0;
     state_->delivering = true;
     state_->resumed = false;
     const std::size_t taken = d->on_body(std::string_view(data, size));
@@ -344,7 +345,7 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
                                    settings_->max_body_bytes, *state_);
         }
         request_parser& parser = *state_->parser;
-        if (body_paused_ || (body_done_ && !finished_)) break; // the handler has the request
+        if (r_.body_paused || (r_.body_done && !r_.finished)) break; // the handler has the request
         boost::system::error_code ec;
         const std::size_t n = parser.feed(data + used, size - used, ec);
         if (ec && ec != bh::error::need_more) {
@@ -352,16 +353,16 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             // this request starts: a line feed within the header limit means the request line
             // ended there (past the limit, it ended too late: 414).
             const bool line_complete =
-                !dispatched_ &&
+                !r_.dispatched &&
                 std::memchr(data + used, '\n',
                             std::min(size - used, settings_->max_header_bytes)) != nullptr;
             fail(status_for(ec, line_complete), out, date);
             break;
         }
-        if (parser.is_header_done() && !dispatched_) {
+        if (parser.is_header_done() && !r_.dispatched) {
             state_->head.header = std::string_view(data + used, n);
             used += n;
-            body_in_hand_ = used < size;
+            r_.body_in_hand = used < size;
             dispatch();
             if (state_) state_->head.header = {};
             if (!state_) continue; // answered, and no body: the next request
@@ -369,11 +370,12 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             continue;
         }
         used += n;
-        if (parser.is_done() && !body_done_) {
-            body_done_ = true;
-            if (deferred* d = deferred_answer(); body_to_handler_ && d != nullptr) d->on_body_end();
+        if (parser.is_done() && !r_.body_done) {
+            r_.body_done = true;
+            if (deferred* d = deferred_answer(); r_.body_to_handler && d != nullptr)
+                d->on_body_end();
             if (!state_) continue; // it answered: the request is over
-            if (finished_) {
+            if (r_.finished) {
                 finish_request();
                 continue;
             }
@@ -391,7 +393,7 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
 }
 
 void session::dispatch() {
-    dispatched_ = true;
+    r_.dispatched = true;
     request_head& req = state_->head;
     const router::route* route = nullptr;
     if (req.target.size() == 1 && req.target[0] == '*') {
@@ -405,9 +407,9 @@ void session::dispatch() {
         state_->stats = route != nullptr ? route->stats : nullptr;
         handler& h = route != nullptr ? *route->target : fallback();
         h.on_request(as_exchange());
-        if (!finished_ && deferred_answer() == nullptr) {
+        if (!r_.finished && deferred_answer() == nullptr) {
             // A handler must answer or say it answers later; refuse rather than hang.
-            if (!responding_) {
+            if (!r_.responding) {
                 as_exchange().respond_text(500, "Internal Server Error\n");
             } else {
                 closing_ = true;
@@ -419,16 +421,16 @@ void session::dispatch() {
     if (!state_) return;
     if (state_->answer != nullptr && route != nullptr) state_->held = route->target;
     if (state_->parser->is_done()) {
-        body_done_ = true;
-        if (body_to_handler_ && state_->answer != nullptr) state_->answer->on_body_end();
-        if (state_ && finished_) finish_request();
+        r_.body_done = true;
+        if (r_.body_to_handler && state_->answer != nullptr) state_->answer->on_body_end();
+        if (state_ && r_.finished) finish_request();
     }
 }
 
 void session::emit(std::string& out, response_head& head, std::string_view date) {
     append_head(out, head, date);
     const request_head* req = state_ ? &state_->head : nullptr;
-    const std::uint64_t bytes = head_only_ || head.length_unknown ? 0 : head.content_length;
+    const std::uint64_t bytes = r_.head_only || head.length_unknown ? 0 : head.content_length;
     // Every response, the deferred ones too (a proxied answer comes outside consume()).
     if (transport_ != nullptr) {
         transport_->responded(req, state_ ? state_->stats : nullptr, head.status, bytes);
@@ -444,7 +446,7 @@ void session::fail(unsigned status, std::string& out, std::string_view date) {
     }
     // After its answer went out, a request whose body turns out malformed gets no second
     // response (the client would take it for the next request's): it only closes.
-    if (!responding_ && !finished_) {
+    if (!r_.responding && !r_.finished) {
         const std::string_view why = reason(status);
         response_head r = text_head(status, why.size() + 1);
         r.close = true;

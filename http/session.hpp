@@ -184,7 +184,7 @@ public:
 
     /// The output queue was written out: a deferred answer waiting for room hears of it.
     void output_drained() noexcept {
-        if (deferred* d = deferred_answer(); d != nullptr && !finished_) d->on_writable();
+        if (deferred* d = deferred_answer(); d != nullptr && !r_.finished) d->on_writable();
     }
 
     /// Settings apply from the next request (a reload).
@@ -195,17 +195,17 @@ public:
         if (state_->mode != tunnel::none) return phase::waiting; // until the tunnel ends
         if (!state_->parser->is_header_done()) return phase::headers;
         if (!state_->parser->is_done()) return phase::body;
-        return finished_ ? phase::idle : phase::waiting;
+        return r_.finished ? phase::idle : phase::waiting;
     }
     /// The connection closes once the output is written (see answering()).
     [[nodiscard]] bool closing() const noexcept { return closing_; }
     /// The request was answered before its body came: the rest is read only to discard it.
     [[nodiscard]] bool discarding() const noexcept {
-        return state_ && finished_ && !body_done_ && !body_to_handler_;
+        return state_ && r_.finished && !r_.body_done && !r_.body_to_handler;
     }
     /// A handler is still answering: more output is to come before any close.
     [[nodiscard]] bool answering() const noexcept {
-        return deferred_answer() != nullptr && !finished_;
+        return deferred_answer() != nullptr && !r_.finished;
     }
     [[nodiscard]] bool has_file() const noexcept { return file_ != nullptr; }
     [[nodiscard]] file_body& file() noexcept { return *file_; }
@@ -214,7 +214,7 @@ public:
     /// Requests answered (modulo 2^32: compare and subtract as std::uint32_t).
     [[nodiscard]] std::uint32_t requests() const noexcept { return requests_; }
     /// A deferred answer refused body bytes: consume() takes no more until it resumes.
-    [[nodiscard]] bool body_paused() const noexcept { return body_paused_; }
+    [[nodiscard]] bool body_paused() const noexcept { return r_.body_paused; }
     /// Frees the request states and file bodies this thread keeps for reuse (recycler::release).
     static void release_kept() noexcept;
 
@@ -238,6 +238,19 @@ private:
         open,       ///< switched protocols: bytes both ways
         shut_asked, ///< the other side half-closed: shut ours once the output is written
         shut,       ///< our writing side is shut
+    };
+    /// The request in progress's flags, reset together when it ends.
+    struct response_state {
+        bool sent_continue = false;
+        bool dispatched = false; ///< the request went to its handler
+        bool responding = false; ///< its response head is written, the response is not finished
+        bool finished = false;   ///< its response is finished
+        bool chunked = false;    ///< the response body is chunk-framed
+        bool head_only = false;  ///< the response carries no body (HEAD, 304, ...)
+        bool body_to_handler = false;
+        bool body_paused = false;
+        bool body_done = false;    ///< the request body has been read whole
+        bool body_in_hand = false; ///< bytes after the header had arrived when it was dispatched
     };
     struct request_state final : request_body_sink {
         request_head head;
@@ -267,6 +280,11 @@ private:
         if (state_) state_->answer = d;
     }
     [[nodiscard]] exchange& as_exchange() noexcept { return *this; }
+    /// News for the connection (output, room, an end): it drives again. Not within consume(),
+    /// which goes on by itself, nor without a transport.
+    void wake_transport() noexcept {
+        if (run_ == nullptr && transport_ != nullptr) transport_->wake();
+    }
 
     void dispatch();
     std::size_t tunnel_in(const char* data, std::size_t size);
@@ -283,7 +301,7 @@ private:
         // A final answer before a body the client was told to wait for (100-continue) leaves
         // the body unsent or half-sent: nothing tells where the next request would start.
         const bool unsent_body =
-            state_->head.expect_continue && !sent_continue_ && !parser.is_done();
+            state_->head.expect_continue && !r_.sent_continue && !parser.is_done();
         // This request is number requests_ + 1: the answered ones come before it.
         return parser.keep_alive() && !draining_ && !unsent_body &&
                (settings_->max_requests == 0 || requests_ + 1ULL < settings_->max_requests);
@@ -299,16 +317,7 @@ private:
     std::uint32_t requests_ = 0; ///< answered
     bool closing_ = false;
     bool draining_ = false;
-    bool sent_continue_ = false;
-    bool dispatched_ = false; ///< the current request went to its handler
-    bool responding_ = false; ///< its response head is written, the response is not finished
-    bool finished_ = false;   ///< its response is finished
-    bool chunked_ = false;    ///< the response body is chunk-framed
-    bool head_only_ = false;  ///< the response carries no body (HEAD, 304, ...)
-    bool body_to_handler_ = false;
-    bool body_paused_ = false;
-    bool body_done_ = false;    ///< the request body has been read whole
-    bool body_in_hand_ = false; ///< bytes after the header had arrived when it was dispatched
+    response_state r_;
 };
 
 } // namespace tarry::http
