@@ -1,5 +1,6 @@
 #include "conditional.hpp"
 
+#include "field_writer.hpp"
 #include "ows.hpp"
 
 #include "request_parser.hpp"
@@ -203,11 +204,7 @@ std::optional<std::int64_t> parse_http_date(std::string_view s) noexcept {
 std::string make_etag(std::int64_t mtime, std::uint64_t size, std::uint64_t inode) {
     std::string tag;
     tag.reserve(52);
-    const auto hex = [&](std::uint64_t v) {
-        char digits[16];
-        const auto r = std::to_chars(digits, digits + sizeof digits, v, 16);
-        tag.append(digits, r.ptr);
-    };
+    const auto hex = [&](std::uint64_t v) { append_number(tag, v, 16); };
     tag.push_back('"');
     hex(static_cast<std::uint64_t>(mtime));
     tag.push_back('-');

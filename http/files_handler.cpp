@@ -3,6 +3,7 @@
 #include "accept_encoding.hpp"
 #include "byte_ranges.hpp"
 #include "conditional.hpp"
+#include "field_writer.hpp"
 #include "method_gate.hpp"
 #include "session.hpp"
 
@@ -25,12 +26,6 @@ bool compressible(std::string_view type) noexcept {
            type.starts_with("application/xml") || type.starts_with("application/wasm") ||
            type.starts_with("image/svg+xml") || type.starts_with("application/manifest+json") ||
            type.starts_with("image/x-icon");
-}
-
-void append_number(std::string& out, std::uint64_t n) {
-    char digits[24];
-    const auto r = std::to_chars(digits, digits + sizeof digits, n);
-    out.append(digits, r.ptr);
 }
 
 void respond_error(exchange& ex, unsigned status, std::string_view fields = {}) {
@@ -83,11 +78,7 @@ void send_body(exchange& ex, const response_head& head, unique_fd& fd, bool shar
 files_handler::files_handler(const std::filesystem::path& root, std::string_view cache_control,
                              std::size_t open_files, std::chrono::milliseconds open_file_valid)
     : files_(root), cache_(open_files, open_file_valid) {
-    if (!cache_control.empty()) {
-        cache_control_ = "Cache-Control: ";
-        cache_control_.append(cache_control);
-        cache_control_.append("\r\n");
-    }
+    if (!cache_control.empty()) append_field(cache_control_, "Cache-Control", cache_control);
 }
 
 void files_handler::on_request(exchange& ex) {
@@ -100,80 +91,82 @@ void files_handler::on_request(exchange& ex) {
     open_file* entry = caching ? cache_.find(path, now) : nullptr;
     open_file fresh;
     if (entry == nullptr) {
-        fresh.plain.file = files_.open(req.target);
-        const static_files::file& plain = fresh.plain.file;
-        if (plain.status == 301) {
-            fields_.assign("Location: ");
-            fields_.append(plain.location);
-            fields_.append("\r\n");
-            respond_error(ex, 301, fields_);
-            return;
-        }
-        if (plain.status != 200) {
-            // Out of descriptors: give back the ones kept for later requests.
-            if (plain.status == 503) cache_.clear();
-            respond_error(ex, plain.status);
-            return;
-        }
-        // Precompressed siblings are looked for only for types that have them, so images and
-        // the like cost no extra open.
-        if (compressible(plain.content_type)) {
-            fresh.br.file = files_.open_sibling(plain.path, ".br");
-            fresh.gz.file = files_.open_sibling(plain.path, ".gz");
-            // Not knowing whether a sibling exists would drop Vary from what caches keep.
-            if (fresh.br.file.status == 503 || fresh.gz.file.status == 503) {
-                cache_.clear();
-                respond_error(ex, 503);
-                return;
-            }
-        }
-        for (representation* r : {&fresh.plain, &fresh.br, &fresh.gz}) {
-            if (r->file.status != 200) continue;
-            r->etag = make_etag(r->file.mtime, r->file.size, r->file.inode);
-            append_http_date(r->last_modified, r->file.mtime);
-        }
+        if (!open(ex, fresh)) return;
         fresh.opened = now;
         entry = caching ? &cache_.insert(path, std::move(fresh)) : &fresh;
     }
     const request_conditions c = request_conditions::from_header(req.header);
-    const std::string_view content_type = entry->plain.file.content_type;
+    answer(ex, c, *entry, choose(*entry, c.accept_encoding), caching);
+}
 
-    // Whether a sibling exists decides Vary even for a client that accepts neither coding: a
-    // cache must not hand the plain response to one that does, or the reverse.
-    const bool has_br = entry->br.file.status == 200;
-    const bool has_gz = entry->gz.file.status == 200;
-    const bool vary = has_br || has_gz;
-    std::string_view content_encoding;
-    representation* chosen = &entry->plain;
-    if (vary) {
-        switch (choose_coding(parse_accept_encoding(c.accept_encoding), has_br, has_gz)) {
-        case coding::br:
-            chosen = &entry->br;
-            content_encoding = "br";
-            break;
-        case coding::gzip:
-            chosen = &entry->gz;
-            content_encoding = "gzip";
-            break;
-        case coding::identity:
-            break;
+bool files_handler::open(exchange& ex, open_file& fresh) {
+    fresh.plain.file = files_.open(ex.request().target);
+    const static_files::file& plain = fresh.plain.file;
+    if (plain.status == 301) {
+        fields_.clear();
+        append_field(fields_, "Location", plain.location);
+        respond_error(ex, 301, fields_);
+        return false;
+    }
+    if (plain.status != 200) {
+        // Out of descriptors: give back the ones kept for later requests.
+        if (plain.status == 503) cache_.clear();
+        respond_error(ex, plain.status);
+        return false;
+    }
+    // Precompressed siblings are looked for only for types that have them, so images and the
+    // like cost no extra open.
+    if (compressible(plain.content_type)) {
+        fresh.br.file = files_.open_sibling(plain.path, ".br");
+        fresh.gz.file = files_.open_sibling(plain.path, ".gz");
+        // Not knowing whether a sibling exists would drop Vary from what caches keep.
+        if (fresh.br.file.status == 503 || fresh.gz.file.status == 503) {
+            cache_.clear();
+            respond_error(ex, 503);
+            return false;
         }
     }
-    static_files::file& f = chosen->file;
-    const std::string_view etag = chosen->etag;
+    for (representation* r : {&fresh.plain, &fresh.br, &fresh.gz}) {
+        if (r->file.status != 200) continue;
+        r->etag = make_etag(r->file.mtime, r->file.size, r->file.inode);
+        append_http_date(r->last_modified, r->file.mtime);
+    }
+    return true;
+}
+
+files_handler::choice files_handler::choose(open_file& entry, std::string_view accept_encoding) {
+    // Whether a sibling exists decides Vary even for a client that accepts neither coding: a
+    // cache must not hand the plain response to one that does, or the reverse.
+    const bool has_br = entry.br.file.status == 200;
+    const bool has_gz = entry.gz.file.status == 200;
+    choice chosen{&entry.plain, {}, has_br || has_gz};
+    if (!chosen.vary) return chosen;
+    switch (choose_coding(parse_accept_encoding(accept_encoding), has_br, has_gz)) {
+    case coding::br:
+        return {&entry.br, "br", true};
+    case coding::gzip:
+        return {&entry.gz, "gzip", true};
+    case coding::identity:
+        break;
+    }
+    return chosen;
+}
+
+void files_handler::answer(exchange& ex, const request_conditions& c, const open_file& entry,
+                           const choice& chosen, bool caching) {
+    static_files::file& f = chosen.rep->file;
+    const std::string_view etag = chosen.rep->etag;
+    const std::string_view content_type = entry.plain.file.content_type;
 
     fields_.clear();
-    fields_.append("Last-Modified: ");
-    fields_.append(chosen->last_modified);
-    fields_.append("\r\nETag: ");
-    fields_.append(etag);
-    fields_.append("\r\n");
+    append_field(fields_, "Last-Modified", chosen.rep->last_modified);
+    append_field(fields_, "ETag", etag);
     fields_.append(cache_control_);
-    if (vary) fields_.append("Vary: Accept-Encoding\r\n");
+    if (chosen.vary) fields_.append("Vary: Accept-Encoding\r\n");
     // What a 304 repeats of a 200 ends here (RFC 9110 §15.4.5).
     const std::size_t validator_fields = fields_.size();
 
-    const bool get = req.method == bh::verb::get;
+    const bool get = ex.request().method == bh::verb::get;
     switch (evaluate_preconditions(c, true, etag, f.mtime)) {
     case precondition_result::not_modified: {
         // No Content-Length: the one a 304 may carry is the full representation's, which says
@@ -193,11 +186,7 @@ void files_handler::on_request(exchange& ex) {
         break;
     }
 
-    if (!content_encoding.empty()) {
-        fields_.append("Content-Encoding: ");
-        fields_.append(content_encoding);
-        fields_.append("\r\n");
-    }
+    if (!chosen.encoding.empty()) append_field(fields_, "Content-Encoding", chosen.encoding);
     fields_.append("Accept-Ranges: bytes\r\n");
 
     // Range is defined for GET only (RFC 9110 §14.2): HEAD and others ignore it. Several ranges

@@ -12,6 +12,8 @@
 
 namespace tarry::http {
 
+struct request_conditions;
+
 /// Serves the files under a document root (GET and HEAD) as a cacheable origin: Last-Modified
 /// and a strong ETag, conditional requests (304, 412), single byte ranges (206, 416, If-Range),
 /// precompressed siblings (`file.br`, `file.gz`) chosen by Accept-Encoding, a redirect to the
@@ -33,6 +35,21 @@ public:
     void on_request(exchange& ex) override;
 
 private:
+    /// The representation a request gets, and how it was chosen.
+    struct choice {
+        representation* rep;
+        std::string_view encoding; ///< Content-Encoding: "br", "gzip", or empty
+        bool vary;                 ///< a precompressed sibling exists: Vary: Accept-Encoding
+    };
+    /// Opens the file the target names, its precompressed siblings, and their validators, into
+    /// `fresh`. False: it answered already (a redirect to the slash, or an error).
+    bool open(exchange& ex, open_file& fresh);
+    /// The plain file or a precompressed sibling, by what the client accepts.
+    static choice choose(open_file& entry, std::string_view accept_encoding);
+    /// 304, 412, 416, 206 or 200 (GET and HEAD) for the chosen representation.
+    void answer(exchange& ex, const request_conditions& c, const open_file& entry,
+                const choice& chosen, bool caching);
+
     static_files files_;
     open_file_cache cache_;
     std::string cache_control_; ///< the whole field line, or empty

@@ -1,5 +1,6 @@
 #include "session.hpp"
 
+#include "field_writer.hpp"
 #include "hello_handler.hpp"
 #include "hop_by_hop.hpp"
 #include "request_error.hpp"
@@ -81,12 +82,7 @@ void exchange::write(std::string_view bytes) {
     if (need > out.capacity() && need > (16 << 10))
         out.reserve(std::max(need, s.settings_->max_queued_bytes + 64));
     if (s.r_.chunked) {
-        char digits[16];
-        const auto r = std::to_chars(digits, digits + sizeof digits, bytes.size(), 16);
-        out.append(digits, r.ptr);
-        out.append("\r\n");
-        out.append(bytes);
-        out.append("\r\n");
+        append_chunk(out, bytes);
     } else {
         out.append(bytes);
     }

@@ -2,6 +2,7 @@
 
 #include "proxy_handler.hpp"
 
+#include <tarry/http/field_writer.hpp>
 #include <tarry/http/hop_by_hop.hpp>
 #include <tarry/http/session.hpp>
 
@@ -15,6 +16,7 @@
 namespace tarry::upstream {
 
 namespace bh = boost::beast::http;
+using http::append_field;
 
 namespace {
 
@@ -30,19 +32,6 @@ bool is_idempotent(bh::verb m) noexcept {
     default:
         return false;
     }
-}
-
-void append_number(std::string& out, std::uint64_t n, int base = 10) {
-    char digits[24];
-    const auto r = std::to_chars(digits, digits + sizeof digits, n, base);
-    out.append(digits, r.ptr);
-}
-
-void append_field(std::string& out, std::string_view name, std::string_view value) {
-    out.append(name);
-    out.append(": ");
-    out.append(value);
-    out.append("\r\n");
 }
 
 } // namespace
@@ -259,8 +248,7 @@ std::size_t proxy_exchange::on_body(std::string_view bytes) {
             pool_->metrics().tunnel_bytes_up.add(static_cast<std::int64_t>(take));
         } else if (chunked_up_) {
             std::string frame;
-            append_number(frame, take, 16);
-            frame.append("\r\n");
+            http::append_chunk_size(frame, take);
             append_request(frame);
             append_request(bytes.substr(0, take));
             append_request("\r\n");
