@@ -6,14 +6,13 @@ namespace tarry::http {
 namespace bh = boost::beast::http;
 
 bool answer_unless_get(exchange& ex) {
-    constexpr std::string_view allow = "Allow: GET, HEAD, OPTIONS\r\n";
     switch (ex.request().method) {
     case bh::verb::get:
     case bh::verb::head:
         return false;
     case bh::verb::options: {
         response_head head;
-        head.extra_fields = allow;
+        head.extra_fields = allow_field;
         ex.respond(head);
         ex.finish();
         return true;
@@ -24,7 +23,7 @@ bool answer_unless_get(exchange& ex) {
         ex.respond_text(501, "Not Implemented\n");
         return true;
     default:
-        ex.respond_text(405, "Method Not Allowed\n", allow);
+        ex.respond_text(405, "Method Not Allowed\n", allow_field);
         return true;
     }
 }

@@ -1,8 +1,8 @@
 #include "session.hpp"
 
 #include "field_writer.hpp"
-#include "hello_handler.hpp"
 #include "hop_by_hop.hpp"
+#include "method_gate.hpp"
 #include "request_error.hpp"
 
 #include <boost/beast/http/error.hpp>
@@ -17,12 +17,6 @@ namespace bh = boost::beast::http;
 namespace {
 
 constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
-
-/// Answers when no route matches (a session with no router: the built-in answer).
-hello_handler& fallback() noexcept {
-    static hello_handler h; // stateless: shared by every thread
-    return h;
-}
 
 } // namespace
 
@@ -395,14 +389,16 @@ void session::dispatch() {
     if (req.target.size() == 1 && req.target[0] == '*') {
         // OPTIONS * asks about the server itself (the parser allows "*" for OPTIONS only).
         response_head head;
-        head.extra_fields = "Allow: GET, HEAD, OPTIONS\r\n";
+        head.extra_fields = allow_field;
         as_exchange().respond(head);
         as_exchange().finish();
     } else {
         route = settings_->routes != nullptr ? settings_->routes->find(req.target) : nullptr;
         state_->stats = route != nullptr ? route->stats : nullptr;
-        handler& h = route != nullptr ? *route->target : fallback();
-        h.on_request(as_exchange());
+        if (route != nullptr)
+            route->target->on_request(as_exchange());
+        else // no router, or no route for this target (the server always has "/")
+            as_exchange().respond_text(404, "Not Found\n");
         if (!r_.finished && deferred_answer() == nullptr) {
             // A handler must answer or say it answers later; refuse rather than hang.
             if (!r_.responding) {

@@ -6,6 +6,7 @@
 //   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DTARRY_FUZZ=ON
 //   cmake --build build-fuzz --target fuzz_session
 //   build-fuzz/tests/fuzz_session -max_total_time=60 tests/fuzz/corpus
+#include <tarry/http/hello_handler.hpp>
 #include <tarry/http/session.hpp>
 
 #include <cstddef>
@@ -25,7 +26,14 @@ void check(bool ok) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 4) return 0;
     // The first bytes choose the limits and how the input is cut into reads.
+    // "/" answered as the server answers it: every request reaches a handler.
+    static const tarry::http::router routes = [] {
+        tarry::http::router r;
+        r.add("/", std::make_shared<tarry::http::hello_handler>());
+        return r;
+    }();
     tarry::http::session_settings settings;
+    settings.routes = &routes;
     settings.max_header_bytes = 64 + static_cast<std::size_t>(data[0]) * 16; // 64 .. 4144
     settings.max_body_bytes = static_cast<std::size_t>(data[1]) * 8;         // 0 .. 2040
     settings.max_requests = data[2] % 5;                                     // 0: unlimited

@@ -121,7 +121,11 @@ constexpr std::string_view get_request = "GET / HTTP/1.1\r\nHost: example.com\r\
 
 class SessionTest : public ::testing::Test {
 protected:
-    SessionTest() { settings.keep_alive_timeout_s = 7; }
+    SessionTest() {
+        settings.keep_alive_timeout_s = 7;
+        hello_routes.add("/", std::make_shared<hello_handler>()); // the server routes "/" so
+        settings.routes = &hello_routes;
+    }
 
     /// One consume() of the whole input into a fresh output string.
     std::string consume(session& s, std::string_view input, std::size_t* used = nullptr) {
@@ -131,6 +135,7 @@ protected:
         return out;
     }
 
+    router hello_routes;
     session_settings settings;
 };
 
