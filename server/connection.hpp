@@ -1,6 +1,7 @@
 #pragma once
 
 #include "close_reason.hpp"
+#include "conn_phase.hpp"
 #include "connection_context.hpp"
 #include "poller.hpp"
 #include "worker_metrics.hpp"

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "close_reason.hpp"
+#include "conn_phase.hpp"
 
 #include <tarry/http/router.hpp>
 #include <tarry/timeouts/expiry_stats.hpp>
@@ -27,26 +28,6 @@ public:
 private:
     std::atomic<std::int64_t> v_{0};
 };
-
-/// What each connection phase is; gauges count connections in each.
-enum class conn_phase : std::uint8_t {
-    silent, ///< accepted, no byte of a request received yet
-    header,
-    body,
-    send,
-    keep_alive,
-    linger,
-    waiting,
-    discard, ///< the request was answered; the rest of its body is read and thrown away
-    count_
-};
-
-/// The name of each phase, for metrics; tied to the enum's size.
-inline constexpr std::array<std::string_view, static_cast<std::size_t>(conn_phase::count_)>
-    conn_phase_names{"silent",     "header", "body",    "send",
-                     "keep_alive", "linger", "waiting", "discard"};
-// A std::array with too few initialisers compiles: an empty last name means one is missing.
-static_assert(!conn_phase_names.back().empty());
 
 /// One worker's response counters per route prefix, kept for the worker's life so that a reload
 /// is not a counter reset. A label per prefix the configuration ever had: bounded by it. The
