@@ -29,11 +29,11 @@ struct open_file {
 
 /// Descriptors and stat results per request path, like nginx's open_file_cache: a hit costs no
 /// system call, where a miss costs an openat2 and an fstat for the file and one openat2 per
-/// sibling probed (measured on the 1 KiB keep-alive benchmark: 8 system calls per request
-/// without it, 3 with it; see load/README.md). An entry is trusted for `valid_for` after it was
-/// opened, then opened afresh: a file replaced or changed is served within that time (nginx's
-/// open_file_cache_valid, 60 s by default). Only files that exist are kept. At `max_entries`,
-/// expired entries are dropped, then an arbitrary one. One cache per worker thread: no locks.
+/// sibling probed (what that saves: load/README.md, "The static origin against nginx"). An entry is
+/// trusted for `valid_for` after it was opened, then opened afresh: a file replaced or changed is
+/// served within that time (nginx's open_file_cache_valid, 60 s by default). Only files that exist
+/// are kept. At `max_entries`, expired entries are dropped, then an arbitrary one. One cache per
+/// worker thread: no locks.
 class open_file_cache {
 public:
     using clock = std::chrono::steady_clock;

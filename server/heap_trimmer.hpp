@@ -15,8 +15,9 @@ namespace tarry::server {
 /// down the rest of the flood's fall, at each further quarter, to the last connection: the
 /// connections that close after a trim give their request states back to the free lists (up to
 /// 256 a worker), and those, among the holes their neighbours left, pin pages the trim cannot
-/// return (about 0.5-1 MB a worker after 15,000 connections). The fall lasts as long as no
-/// newcomer lifts the count above that of the last trim.
+/// return (what that left after a flood: load/README.md, "Hostile clients and a million
+/// requests"). The fall lasts as long as no newcomer lifts the count above that of the last
+/// trim.
 ///
 /// The trim itself is posted behind the frees of the connections just closed (each frees itself
 /// through the loop), so that it finds their memory free. One thread: the worker's.

@@ -33,10 +33,12 @@ protected:
 ///
 /// Why not an Asio socket per connection: Asio's async_wait re-registers the descriptor with
 /// epoll_ctl on every wait (its guard against lost edges), a third system call per request
-/// next to recv and send; and each Asio socket costs a 168-byte reactor record plus an 88-byte
-/// operation while it waits. Here a socket is registered once, for input and output, edge-
-/// triggered, when it is accepted; the owner tracks readiness itself (set by an edge, cleared by
-/// EAGAIN), which is all edge-triggered epoll asks. Closing the descriptor unregisters it.
+/// next to recv and send; and each Asio socket carries a reactor record of its own, plus an
+/// operation while it waits (their sizes, and what leaving them saved: load/README.md, "Client
+/// sockets on the worker's poller"). Here a socket is registered once, for input and output,
+/// edge-triggered, when it is accepted; the owner tracks readiness itself (set by an edge,
+/// cleared by EAGAIN), which is all edge-triggered epoll asks. Closing the descriptor
+/// unregisters it.
 ///
 /// An owner may be closed while events for it sit in the batch being dispatched: owners are
 /// never freed inside a batch (connections free themselves through a posted handler).
