@@ -1,0 +1,83 @@
+// Who a connection's client is: the socket's peer, or the one a balancer's PROXY header names.
+#include "connection.hpp"
+
+#include "proxy_protocol.hpp"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+namespace tarry::server {
+
+std::string_view connection::peer() noexcept {
+    // Asked for by the access log and the few handlers that want it (a proxy's
+    // X-Forwarded-For): looked up and kept on the first ask, so idle connections hold no
+    // address. The text goes with the buffers when the connection is idle; an IPv4 address
+    // stays in 4 bytes of the object, so a keep-alive connection makes the system call once,
+    // not once per request (IPv6: once per busy spell). A PROXY header's client replaces the
+    // socket's peer (the balancer) for good.
+    if (io_ && io_->peer[0] != '\0') return io_->peer;
+    sockaddr_storage a{};
+    const void* addr = nullptr;
+    if (peer_v6_) {
+        const auto found = ctx_.proxied_v6.find(this);
+        if (found == ctx_.proxied_v6.end()) return {};
+        a.ss_family = AF_INET6;
+        addr = &found->second;
+    } else if (peer_v4_ != 0) {
+        a.ss_family = AF_INET;
+        reinterpret_cast<sockaddr_in*>(&a)->sin_addr.s_addr = peer_v4_;
+        addr = &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr;
+    } else {
+        socklen_t len = sizeof a;
+        if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return {};
+        if (a.ss_family == AF_INET) {
+            addr = &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr;
+            peer_v4_ = reinterpret_cast<const sockaddr_in*>(&a)->sin_addr.s_addr;
+        } else if (a.ss_family == AF_INET6) {
+            addr = &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
+        } else if (a.ss_family == AF_UNIX) {
+            return "unix:"; // what nginx logs for a client of a Unix socket
+        }
+    }
+    if (addr == nullptr) return {};
+    char* peer = nullptr;
+    try {
+        peer = io().peer;
+    } catch (...) {
+        return {};
+    }
+    if (::inet_ntop(a.ss_family, addr, peer, INET6_ADDRSTRLEN) == nullptr) {
+        peer[0] = '\0';
+        return {};
+    }
+    return peer;
+}
+
+bool connection::take_proxy_header(io_state& io) noexcept {
+    const proxy_header h = parse_proxy_header({io.in.data(), io.in_len});
+    if (h.what == proxy_header::status::incomplete) return false; // header_timeout bounds it
+    if (h.what == proxy_header::status::malformed) {
+        // A listener behind a balancer takes nothing else: no answer, as nginx and HAProxy.
+        close(close_reason::proxy_header);
+        return false;
+    }
+    proxy_header_ = false;
+    if (h.has_source && h.source.ss_family == AF_INET) {
+        peer_v4_ = reinterpret_cast<const sockaddr_in&>(h.source).sin_addr.s_addr;
+    } else if (h.has_source && h.source.ss_family == AF_INET6) {
+        try {
+            ctx_.proxied_v6[this] = reinterpret_cast<const sockaddr_in6&>(h.source).sin6_addr;
+            peer_v6_ = true;
+        } catch (...) {
+            close(close_reason::error);
+            return false;
+        }
+    }
+    io.in_len -= static_cast<std::uint32_t>(h.length);
+    std::memmove(io.in.data(), io.in.data() + h.length, io.in_len);
+    return io.in_len != 0;
+}
+
+} // namespace tarry::server
