@@ -329,8 +329,12 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
                 ++used;
             if (used == size) break;
             state_ = states::take();
+            // A recycled state keeps what its last request left: everything a request starts
+            // from is set here (a tunnel's mode once leaked into the next connection).
             state_->owner = this;
-            state_->stats = nullptr; // until dispatch() finds the route (a recycled state)
+            state_->stats = nullptr; // until dispatch() finds the route
+            state_->mode = tunnel::none;
+            state_->delivering = state_->resumed = false;
             state_->parser.emplace(state_->head, settings_->max_header_bytes,
                                    settings_->max_body_bytes, *state_);
         }

@@ -326,6 +326,51 @@ TEST_F(ProxyTunnelTest, AClientThatGoesAwayClosesTheUpstreamSide) {
     EXPECT_TRUE(eventually([&] { return app_open() == 0; }));
 }
 
+// A tunnel's request state goes back to the thread's free list when it ends; its mode once
+// went with it, and the next connection to take that state was shut or cut short.
+TEST_F(ProxyTunnelTest, TheConnectionsAfterAnEndedTunnelAreOrdinaryHttp) {
+    cfg.workers = 1; // every connection on the thread whose free list the tunnel's state joined
+    start();
+    const std::string two_gets = "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n"
+                                 "GET /stats HTTP/1.1\r\nHost: t\r\n\r\n";
+    const auto next_connection_answers_twice = [&](const char* after) {
+        for (int i = 0; i < 3; ++i) {
+            test_client c(port);
+            ASSERT_TRUE(c.send(two_gets)) << after;
+            for (int n = 0; n < 2; ++n) {
+                const auto r = c.read_response();
+                ASSERT_TRUE(r.has_value()) << after << ": connection " << i << ", response " << n;
+                EXPECT_EQ(r->status, 200) << after;
+            }
+        }
+    };
+    { // the client half-closes, the application answers and closes
+        test_client c(port);
+        ASSERT_TRUE(c.send(upgrade_raw + "x"));
+        ASSERT_EQ(c.read_response()->status, 101);
+        c.shutdown_write();
+        ASSERT_TRUE(c.wait_closed(5s).has_value());
+    }
+    ASSERT_TRUE(eventually([&] { return tunnels() == 0; }));
+    next_connection_answers_twice("after a half-close");
+    { // a close handshake
+        ws_client ws(port, "/echo");
+        ASSERT_TRUE(ws.open());
+        ws.close();
+    }
+    ASSERT_TRUE(eventually([&] { return tunnels() == 0; }));
+    next_connection_answers_twice("after a close handshake");
+    { // a reset
+        ws_client ws(port, "/echo");
+        ASSERT_TRUE(ws.open());
+        const linger reset{1, 0};
+        ::setsockopt(ws.stream().next_layer().native_handle(), SOL_SOCKET, SO_LINGER, &reset,
+                     sizeof reset);
+    }
+    ASSERT_TRUE(eventually([&] { return tunnels() == 0; }));
+    next_connection_answers_twice("after a reset");
+}
+
 TEST_F(ProxyTunnelTest, AGracefulStopClosesOpenTunnelsAtTheDrainTimeout) {
     cfg.drain_timeout = 300ms;
     start();
