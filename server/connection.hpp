@@ -166,7 +166,7 @@ private:
     http::session session_;
     std::unique_ptr<io_state> io_; ///< only while a request is in progress
     std::uint32_t born_ms_ = 0;    ///< accepted, in ms modulo 2^32 (for max_connection_age)
-    std::uint32_t peer_v4_ = 0;    ///< the client's IPv4 address once asked for (0: not known)
+    std::uint32_t peer_v4_ = 0;    ///< the client's IPv4 address, once known (peer_v4_known_)
     std::uint32_t answered_ = 0;   ///< session_.requests() at the last wait
     conn_phase phase_ = conn_phase::silent;
     bool closed_ = false;
@@ -179,10 +179,11 @@ private:
     bool peer_eof_ = false;
     bool wake_posted_ = false; ///< a drive for a handler's news is queued on the loop
     // Flags read once per connection or per edge, packed to leave the object its size.
-    bool hung_up_ : 1 = false;      ///< the peer shut down or reset: no further edge will come
-    bool nodelay_ : 1 = false;      ///< TCP_NODELAY is set (from the first keep-alive or file on)
-    bool proxy_header_ : 1 = false; ///< a PROXY header is still to come, before any request
-    bool peer_v6_ : 1 = false;      ///< the PROXY header's client is in ctx_.proxied_v6
+    bool hung_up_ : 1 = false;       ///< the peer shut down or reset: no further edge will come
+    bool nodelay_ : 1 = false;       ///< TCP_NODELAY is set (from the first keep-alive or file on)
+    bool proxy_header_ : 1 = false;  ///< a PROXY header is still to come, before any request
+    bool peer_v6_ : 1 = false;       ///< the PROXY header's client is in ctx_.proxied_v6
+    bool peer_v4_known_ : 1 = false; ///< peer_v4_ holds the client's address
 };
 
 /// The worker's live connections (unlinked automatically when a connection is freed).

@@ -25,7 +25,7 @@ std::string_view connection::peer() noexcept {
         if (found == ctx_.proxied_v6.end()) return {};
         a.ss_family = AF_INET6;
         addr = &found->second;
-    } else if (peer_v4_ != 0) {
+    } else if (peer_v4_known_) {
         a.ss_family = AF_INET;
         reinterpret_cast<sockaddr_in*>(&a)->sin_addr.s_addr = peer_v4_;
         addr = &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr;
@@ -35,6 +35,7 @@ std::string_view connection::peer() noexcept {
         if (a.ss_family == AF_INET) {
             addr = &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr;
             peer_v4_ = reinterpret_cast<const sockaddr_in*>(&a)->sin_addr.s_addr;
+            peer_v4_known_ = true;
         } else if (a.ss_family == AF_INET6) {
             addr = &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr;
         } else if (a.ss_family == AF_UNIX) {
@@ -66,6 +67,7 @@ bool connection::take_proxy_header(io_state& io) noexcept {
     proxy_header_ = false;
     if (h.has_source && h.source.ss_family == AF_INET) {
         peer_v4_ = reinterpret_cast<const sockaddr_in&>(h.source).sin_addr.s_addr;
+        peer_v4_known_ = true; // 0.0.0.0 too: what the header says
     } else if (h.has_source && h.source.ss_family == AF_INET6) {
         try {
             ctx_.proxied_v6[this] = reinterpret_cast<const sockaddr_in6&>(h.source).sin6_addr;

@@ -33,16 +33,17 @@ sockaddr_un unix_address(const std::filesystem::path& path) {
                             "cannot listen on " + addr.name() + " (" + what + ")");
 }
 
-/// Whether a process accepts on the socket file at `path` (connect succeeds, or the backlog
-/// is full, which only a listening socket has).
+/// Whether the socket file at `path` belongs to a live process. Only a refused connect says
+/// it does not (a stream socket nobody listens on any more); anything else, a full backlog or
+/// a socket of another type (a datagram socket such as /dev/log), is someone's.
 bool someone_listens(const std::filesystem::path& path) {
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return false;
+    if (fd < 0) return true; // cannot tell: never remove it
     const sockaddr_un sa = unix_address(path);
-    const bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0 ||
-                      errno == EAGAIN || errno == EINPROGRESS;
+    const bool stale = ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0 &&
+                       (errno == ECONNREFUSED || errno == ENOENT);
     ::close(fd);
-    return live;
+    return !stale;
 }
 
 uid_t user_id(const std::string& name, const listen_address& addr, gid_t& group) {
@@ -171,16 +172,29 @@ std::vector<std::shared_ptr<shared_socket>> take_inherited_sockets() {
     const char* pid = std::getenv("LISTEN_PID");
     const char* fds = std::getenv("LISTEN_FDS");
     if (pid == nullptr || fds == nullptr) return sockets;
+    // Parsed strictly, as sd_listen_fds() does: a value that is not a whole number is not ours.
+    const auto number = [](const char* text, long& out) {
+        const char* end = text + std::strlen(text);
+        const auto r = std::from_chars(text, end, out);
+        return r.ec == std::errc{} && r.ptr == end && r.ptr != text;
+    };
     long for_pid = 0;
-    int count = 0;
-    std::from_chars(pid, pid + std::strlen(pid), for_pid);
-    std::from_chars(fds, fds + std::strlen(fds), count);
+    long count = 0;
+    const bool pid_ok = number(pid, for_pid);
+    const bool count_ok = number(fds, count);
+    const std::string count_text = fds; // unsetenv may free what getenv returned
     ::unsetenv("LISTEN_PID");
     ::unsetenv("LISTEN_FDS");
     ::unsetenv("LISTEN_FDNAMES");
-    if (for_pid != ::getpid() || count <= 0) return sockets;
+    if (!pid_ok || for_pid != ::getpid()) return sockets;
     constexpr int first = 3;
-    for (int fd = first; fd < first + count; ++fd) {
+    // At most as many as the process may have open: a larger count is a broken environment.
+    const long most = ::sysconf(_SC_OPEN_MAX) - first;
+    if (!count_ok || count < 0 || count > most)
+        throw config_error("systemd passed LISTEN_FDS=" + count_text +
+                           ", which is not a count of descriptors");
+    if (count == 0) return sockets;
+    for (int fd = first; fd < first + static_cast<int>(count); ++fd) {
         ::fcntl(fd, F_SETFD, FD_CLOEXEC);
         int listening = 0;
         socklen_t len = sizeof listening;
@@ -195,7 +209,12 @@ std::vector<std::shared_ptr<shared_socket>> take_inherited_sockets() {
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &sl);
         if (ss.ss_family == AF_UNIX) {
             const auto& un = reinterpret_cast<const sockaddr_un&>(ss);
-            addr.unix_path = std::string(un.sun_path, ::strnlen(un.sun_path, sizeof un.sun_path));
+            const std::size_t n =
+                sl > offsetof(sockaddr_un, sun_path) ? sl - offsetof(sockaddr_un, sun_path) : 0;
+            // An abstract socket's name starts with NUL: written "@name", as ss(8) does.
+            addr.unix_path = n > 0 && un.sun_path[0] == '\0'
+                                 ? "@" + std::string(un.sun_path + 1, n - 1)
+                                 : std::string(un.sun_path, ::strnlen(un.sun_path, n));
         } else {
             boost::asio::ip::tcp::endpoint ep;
             std::memcpy(ep.data(), &ss, std::min<std::size_t>(sl, ep.capacity()));
