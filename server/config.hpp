@@ -1,6 +1,6 @@
 #pragma once
 
-#include <tarry/timeouts/timeout_registry.hpp>
+#include <tarry/timeouts/expire_batch.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -33,10 +33,10 @@ struct listen_address {
     std::optional<unsigned> mode;    ///< unix: the socket file's permission bits
     std::string owner;               ///< unix: USER[:GROUP] given the socket file; empty: ours
 
-    /// Whether both name the same socket (parameters aside): a reload keeps it open.
-    [[nodiscard]] bool same_socket(const listen_address& o) const noexcept {
-        return host == o.host && port == o.port && unix_path == o.unix_path;
-    }
+    /// Whether both name the same socket, however spelt ("localhost" and "127.0.0.1",
+    /// "unix:/a/./x.sock" and "unix:/a/x.sock") and parameters aside: listed twice, it is
+    /// refused; kept by a reload, it stays open.
+    [[nodiscard]] bool same_socket(const listen_address& o) const;
     /// "127.0.0.1:8080", "[::1]:8080" or "unix:/run/tarry.sock", for messages.
     [[nodiscard]] std::string name() const;
     friend bool operator==(const listen_address&, const listen_address&) = default;
@@ -108,8 +108,7 @@ struct config {
     std::string log_level = "info";             ///< trace, debug, info, warn, error, critical, off
     std::optional<std::filesystem::path> access_log; ///< off by default; "-" is stdout
     std::string access_log_format = "common";        ///< common, combined (nginx's) or json
-    std::size_t expire_batch =
-        timeouts::timeout_registry::default_expire_batch; ///< expiry callbacks per timer wake
+    std::size_t expire_batch = timeouts::default_expire_batch; ///< expiry callbacks per timer wake
     bool timeouts = true;         ///< false only to measure what enforcing them costs
     bool trust_forwarded = false; ///< keep incoming X-Forwarded-* fields and append to them
 
@@ -146,7 +145,8 @@ struct command_line {
 };
 
 /// One value as the file or the command line gave it, with the name to use in messages. Only
-/// config.cpp can make one: the table below is read-only for everyone else.
+/// the configuration's own units can make one (config_file.hpp): the table below is read-only
+/// for everyone else.
 class setting_value;
 
 /// One row of the settings table, which drives the file, the flags, --help, --man and the
@@ -188,7 +188,8 @@ std::vector<route_config> effective_routes(const config& cfg);
 /// config_error on a bad flag or value (main prints it and exits with status 2).
 command_line parse_command_line(int argc, const char* const* argv);
 
-/// Re-reads cfg.config_file for a reload, keeping what the command line set over it.
+/// For a reload: parses argv again, so the --config file is read as it is now and the flags
+/// apply over it. `current` is not consulted: a key dropped from the file returns to its default.
 config reload_config(const config& current, int argc, const char* const* argv);
 
 } // namespace tarry::server

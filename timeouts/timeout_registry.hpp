@@ -35,7 +35,7 @@ a foreign object. So a list is identified by (timeout_kind, duration), as h2o 2.
 into its object is checked (idle_entry::owner<T>(), and an enroll into a kind of another owner
 fails). Kinds are small ids: the registry keeps a lane per kind, an array indexed by the id,
 each holding that kind's lists (almost always one, a few after a reload changed a duration),
-so finding a list is an index and a compare, cheaper than the hash it replaced.
+so finding a list is an index and a compare, cheaper than hashing the duration.
 
 ## One timer per list, not per connection
 
@@ -129,6 +129,7 @@ tarry::timeouts::idle_entry (the hook an object embeds, and what its callback ma
 tarry::timeouts::timeout_kind (what a list holds).
 */
 
+#include "expire_batch.hpp"
 #include "expiry_stats.hpp"
 #include "idle_entry.hpp"
 #include "idle_list.hpp"
@@ -173,12 +174,11 @@ class timer_list;
 /// becomes empty (one `cancel`), and once per wake (re-arm for the new head).
 class timeout_registry {
 public:
-    /// Expiry callbacks per wake before the rest is deferred to a posted handler. One expiry in
-    /// the server (close a socket on loopback, free a connection) measured 11-20 us
-    /// (tarry_timeout_wake_seconds in /metrics during a 15000-connection flood), so 16 keeps a
-    /// wake near a quarter millisecond: a busy client's p99 behind a mass expiry was 0.25-0.6 ms
-    /// with 16, 1-1.8 ms with 64.
-    static constexpr std::size_t default_expire_batch = 16;
+    /// Expiry callbacks per wake before the rest is deferred to a posted handler. An expiry in
+    /// the server closes a socket and frees a connection, so the batch bounds how long one wake
+    /// holds the loop, and so how long a busy client waits behind a mass expiry: 16 keeps that
+    /// wait small where 64 did not (the measurements: load/README.md, "Expiry batch size").
+    static constexpr std::size_t default_expire_batch = tarry::timeouts::default_expire_batch;
 
     /// A registry whose timers run on `io`. Allocates nothing until the first enroll.
     /// @param io           the `io_context` whose thread will make every call; must outlive

@@ -437,6 +437,17 @@ TEST_F(ConfigFileTest, TheSameSocketTwiceIsRefusedWhateverItsParameters) {
         "listed twice"));
 }
 
+TEST_F(ConfigFileTest, OneSocketSpeltTwoWaysIsListedTwice) {
+    // SO_REUSEPORT would let both bind and split the traffic between them.
+    for (const char* pair : {R"("127.0.0.1:80 proxy_protocol", "localhost:80")",
+                             R"("[::1]:80", "[0:0:0:0:0:0:0:1]:80")",
+                             R"("unix:/run/a/x.sock", "unix:/run/a/./x.sock")"}) {
+        EXPECT_TRUE(contains(error_of([&] { load("listen = [" + std::string(pair) + "]\n"); }),
+                             "listed twice"))
+            << pair;
+    }
+}
+
 TEST(ParseCommandLine, AdminListenTakesNoUnixSocketOrParameters) {
     for (const char* bad : {"unix:/a.sock", "127.0.0.1:9090 proxy_protocol"}) {
         const char* argv[] = {"tarry", "--admin-listen", bad};

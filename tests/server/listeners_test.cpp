@@ -162,6 +162,25 @@ TEST(UnixListenerTest, AStaleSocketFileIsReplacedALiveOneRefusedAndAFileLeftAlon
     EXPECT_EQ(slurp(file), "data") << "never removed";
 }
 
+TEST(UnixListenerTest, AnotherProgramsDatagramSocketIsNeverReplaced) {
+    // A typo such as unix:/dev/log must not take a live socket of another kind away.
+    scratch_dir dir("unix_dgram");
+    const fs::path sock = dir / "log.sock";
+    const int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, sock.c_str(), sizeof a.sun_path - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const run_result r = run_tarry("--listen unix:" + sock.string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("is already in use by another process"), std::string::npos) << r.output;
+    const int client = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+    EXPECT_EQ(::sendto(client, "x", 1, 0, reinterpret_cast<sockaddr*>(&a), sizeof a), 1)
+        << "the owner still receives";
+    ::close(client);
+    ::close(fd);
+}
+
 TEST(UnixListenerTest, BadParametersAreOneLineAndExitTwo) {
     for (const char* bad :
          {"'127.0.0.1:0 mode=0660'", "'unix:/tmp/x.sock mode=999'", "'unix:/tmp/x.sock owner='",
@@ -260,6 +279,23 @@ TEST(SocketActivationTest, ASocketNoListenAddressNamesIsRefused) {
     EXPECT_EQ(t.wait(), 2);
     EXPECT_EQ(slurp(out), "tarry: listen: systemd passed a socket on 127.0.0.1:" +
                               std::to_string(port) + ", which no listen address names\n");
+    ::close(sock);
+}
+
+TEST(SocketActivationTest, ABrokenListenFdsIsRefusedNotGuessed) {
+    std::uint16_t port = 0;
+    const int sock = held_socket(port);
+    for (const char* count : {"2147483647", "1x", "99999999999999", "-1"}) {
+        scratch_dir dir("activate_count");
+        const fs::path out = dir / "out";
+        const std::string cmd = "LISTEN_PID=$$ LISTEN_FDS=" + std::string(count) + " exec " +
+                                TARRY_BINARY + " --listen 127.0.0.1:" + std::to_string(port) +
+                                " 3<&" + std::to_string(sock) + " >" + out.string() + " 2>&1";
+        const int st = std::system(("sh -c '" + cmd + "'").c_str());
+        EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 2) << count << ": " << slurp(out);
+        EXPECT_EQ(slurp(out), "tarry: systemd passed LISTEN_FDS=" + std::string(count) +
+                                  ", which is not a count of descriptors\n");
+    }
     ::close(sock);
 }
 
@@ -401,6 +437,14 @@ TEST_F(RawProxyProtocolTest, AHeaderInPiecesThenRequestsIsServedAsTheNamedClient
         EXPECT_EQ(r->status, 200);
     }
     EXPECT_TRUE(appears(log_, "192.0.2.7 - - [")) << slurp(log_);
+}
+
+TEST_F(RawProxyProtocolTest, AnUnspecifiedSourceAddressIsLoggedAsTheHeaderSaysIt) {
+    test_client c(port_);
+    ASSERT_TRUE(
+        c.send("PROXY TCP4 0.0.0.0 127.0.0.1 1111 80\r\nGET /any HTTP/1.1\r\nHost: t\r\n\r\n"));
+    ASSERT_EQ(c.read_response()->status, 200);
+    EXPECT_TRUE(appears(log_, "0.0.0.0 - - [")) << "not the balancer's address:\n" << slurp(log_);
 }
 
 TEST_F(RawProxyProtocolTest, AVersionTwoLocalHeaderKeepsTheSocketsOwnAddress) {

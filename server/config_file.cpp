@@ -1,0 +1,456 @@
+// The TOML front end: the file read whole and its keys applied in file order, so that the first
+// problem in the file is the one reported, with its line; the [[route]] and [upstream.NAME]
+// tables; and how a TOML node reads as a setting's value.
+
+#include "config_file.hpp"
+
+#include "config_values.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <span>
+#include <sstream>
+#include <system_error>
+
+namespace tarry::server {
+namespace config_detail {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::string_view_literals;
+
+[[noreturn]] void wrong_type(const toml::node& node, const std::string& key,
+                             std::string_view expected) {
+    fail(key, std::string(expected) + ", got " + describe(node));
+}
+
+const std::string& string_of(const toml::node& node, const std::string& key,
+                             std::string_view expected) {
+    if (!node.is_string()) wrong_type(node, key, expected);
+    return node.as_string()->get();
+}
+
+std::size_t toml_size(const toml::node& node, const std::string& key, bool zero_ok) {
+    if (node.is_integer()) {
+        const std::int64_t value = node.as_integer()->get();
+        if (value < 0) fail(key, std::string(size_expected) + ", got " + std::to_string(value));
+        if (value == 0 && !zero_ok) fail(key, "must be more than zero, got 0");
+        return static_cast<std::size_t>(value);
+    }
+    return size_value(string_of(node, key, size_expected), key, zero_ok);
+}
+
+std::uint64_t toml_count(const toml::node& node, const std::string& key, const count_rule& rule) {
+    if (!node.is_integer()) wrong_type(node, key, count_expected(rule));
+    const std::int64_t value = node.as_integer()->get();
+    std::optional<std::uint64_t> unsigned_value;
+    if (value >= 0) unsigned_value = static_cast<std::uint64_t>(value);
+    return check_count(unsigned_value, std::to_string(value), rule, key);
+}
+
+} // namespace
+
+std::string describe(const toml::node& node) {
+    std::ostringstream out;
+    switch (node.type()) {
+    case toml::node_type::string:
+        return quote(node.as_string()->get());
+    case toml::node_type::integer:
+        return std::to_string(node.as_integer()->get());
+    case toml::node_type::floating_point:
+        out << *node.as_floating_point();
+        break;
+    case toml::node_type::boolean:
+        return node.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::date:
+        out << *node.as_date();
+        break;
+    case toml::node_type::time:
+        out << *node.as_time();
+        break;
+    case toml::node_type::date_time:
+        out << *node.as_date_time();
+        break;
+    case toml::node_type::array:
+        return "an array";
+    case toml::node_type::table:
+        return "a table";
+    case toml::node_type::none:
+        return "nothing";
+    }
+    return one_line(out.str());
+}
+
+// --- Reading one value ---------------------------------------------------------------------------
+
+duration read_timeout(const setting_value& v, bool zero_ok) {
+    if (const toml::node* n = v.node()) {
+        return timeout_value(string_of(*n, v.what(), duration_expected), v.what(), zero_ok);
+    }
+    return timeout_value(v.text(), v.what(), zero_ok);
+}
+
+std::size_t read_size(const setting_value& v, bool zero_ok) {
+    if (const toml::node* n = v.node()) return toml_size(*n, v.what(), zero_ok);
+    return size_value(v.text(), v.what(), zero_ok);
+}
+
+std::uint64_t read_count(const setting_value& v, const count_rule& rule) {
+    if (const toml::node* n = v.node()) return toml_count(*n, v.what(), rule);
+    return count_value(v.text(), rule, v.what());
+}
+
+fs::path read_path(const setting_value& v, std::string_view kind, std::string_view expected) {
+    if (const toml::node* n = v.node()) {
+        return path_value(string_of(*n, v.what(), expected), v.what(), kind);
+    }
+    return path_value(v.text(), v.what(), kind);
+}
+
+const std::string& read_string(const setting_value& v, std::string_view expected) {
+    if (const toml::node* n = v.node()) return string_of(*n, v.what(), expected);
+    return v.text();
+}
+
+bool read_bool(const setting_value& v, bool flag_means) {
+    const toml::node* n = v.node();
+    if (n == nullptr) return flag_means;
+    if (!n->is_boolean()) wrong_type(*n, v.what(), "expected true or false");
+    return n->as_boolean()->get();
+}
+
+// --- Lists and tables ----------------------------------------------------------------------------
+
+void apply_listen(config& c, const setting_value& v) {
+    std::vector<listen_address> list;
+    const toml::node* node = v.node();
+    if (node == nullptr) {
+        for (const std::string& text : v.texts()) {
+            if (text.empty()) fail(v.what(), "expected a value");
+            add_listen(list, text, v.what());
+        }
+    } else if (node->is_string()) {
+        add_listen(list, node->as_string()->get(), v.what());
+    } else if (const toml::array* array = node->as_array()) {
+        if (array->empty()) fail(v.what(), "needs at least one HOST:PORT");
+        for (const toml::node& element : *array) {
+            try {
+                add_listen(list, string_of(element, v.what(), listen_expected), v.what());
+            } catch (const config_error& e) {
+                throw located_error(element.source().begin.line, e.what());
+            }
+        }
+    } else {
+        wrong_type(*node, v.what(),
+                   "expected a HOST:PORT string or an array of them, such as [\"127.0.0.1:8080\"]");
+    }
+    c.listen = std::move(list);
+}
+
+void apply_servers(upstream_config& u, const setting_value& v) {
+    const toml::node& node = *v.node();
+    std::vector<upstream_server> list;
+    if (node.is_string()) {
+        add_server(list, node.as_string()->get(), v.what());
+    } else if (const toml::array* array = node.as_array()) {
+        for (const toml::node& element : *array) {
+            try {
+                add_server(list, string_of(element, v.what(), server_expected), v.what());
+            } catch (const config_error& e) {
+                throw located_error(element.source().begin.line, e.what());
+            }
+        }
+    } else {
+        wrong_type(node, v.what(), "expected an array of HOST:PORT or unix:PATH strings");
+    }
+    u.servers = std::move(list);
+}
+
+namespace {
+
+// Entries of a TOML table in the order they appear in the file (toml::table is ordered by key),
+// so that problems are reported in file order.
+struct entry {
+    toml::source_position where;
+    std::string key;
+    const toml::node* value;
+};
+
+std::vector<entry> in_file_order(const toml::table& table) {
+    std::vector<entry> entries;
+    for (const auto& [key, value] : table)
+        entries.push_back({key.source().begin, std::string(key.str()), &value});
+    std::sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) {
+        return std::pair(a.where.line, a.where.column) < std::pair(b.where.line, b.where.column);
+    });
+    return entries;
+}
+
+template <typename Rules> std::vector<std::string_view> keys_of(const Rules& rules) {
+    std::vector<std::string_view> keys;
+    for (const auto& rule : rules) {
+        if (!rule.key.empty()) keys.push_back(rule.key);
+    }
+    return keys;
+}
+
+// Applies every key of `table` through `rules`; `name` prefixes the keys in messages.
+template <typename Target>
+void apply_table(Target& target, const toml::table& table, const std::string& name,
+                 std::span<const basic_setting<Target>> rules) {
+    for (const entry& e : in_file_order(table)) {
+        const auto rule =
+            std::find_if(rules.begin(), rules.end(), [&](const auto& r) { return r.key == e.key; });
+        if (rule == rules.end()) {
+            std::string message = name + ": unknown key " + quote(e.key);
+            if (const auto suggestion = closest(e.key, keys_of(rules))) {
+                message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
+            }
+            throw located_error(e.where.line, message);
+        }
+        try {
+            rule->apply(target, setting_value(*e.value, name + "." + e.key));
+        } catch (const located_error&) {
+            throw;
+        } catch (const config_error& error) {
+            throw located_error(e.value->source().begin.line, error.what());
+        }
+    }
+}
+
+bool valid_upstream_name(std::string_view name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+               c == '-';
+    });
+}
+
+} // namespace
+
+void apply_routes(config& c, const setting_value& v) {
+    const toml::node& node = *v.node();
+    const toml::array* array = node.as_array();
+    if (array == nullptr || !array->is_array_of_tables()) {
+        wrong_type(node, v.what(), "expected [[route]] tables");
+    }
+    std::vector<route_config> routes;
+    for (std::size_t i = 0; i < array->size(); ++i) {
+        const toml::table& table = *array->get(i)->as_table();
+        const std::string name = route_name(i);
+        const toml::source_index line = table.source().begin.line;
+        route_config route;
+        apply_table(route, table, name, route_settings());
+
+        const std::array choices{"upstream"sv, "docroot"sv, "respond"sv};
+        std::vector<std::string_view> given;
+        for (const std::string_view choice : choices) {
+            if (table.contains(choice)) given.push_back(choice);
+        }
+        if (given.size() != 1) {
+            std::string message = name + ": needs exactly one of upstream, docroot or respond";
+            if (given.size() > 1) {
+                message += ", got ";
+                for (std::size_t j = 0; j < given.size(); ++j) {
+                    message += (j == 0 ? "" : j + 1 == given.size() ? " and " : ", ");
+                    message += given[j];
+                }
+            }
+            throw located_error(line, message);
+        }
+        if (!table.contains("prefix")) {
+            throw located_error(line, name + ".prefix: required, such as prefix = \"/api/\"");
+        }
+        if (!route.cache_control.empty() && route.what != route_config::kind::files) {
+            throw located_error(table.get("cache_control")->source().begin.line,
+                                name + ".cache_control: only a docroot route sends Cache-Control");
+        }
+        if (table.contains("upgrade") && route.what != route_config::kind::proxy) {
+            throw located_error(table.get("upgrade")->source().begin.line,
+                                name + ".upgrade: only an upstream route passes upgrades on");
+        }
+        for (std::size_t j = 0; j < routes.size(); ++j) {
+            if (routes[j].prefix == route.prefix) {
+                throw located_error(table.get("prefix")->source().begin.line,
+                                    name + ".prefix: " + quote(route.prefix) +
+                                        " is already the prefix of " + route_name(j));
+            }
+        }
+        routes.push_back(std::move(route));
+    }
+    c.routes = std::move(routes);
+}
+
+void apply_upstreams(config& c, const setting_value& v) {
+    const toml::node& node = *v.node();
+    const toml::table* tables = node.as_table();
+    if (tables == nullptr) wrong_type(node, v.what(), "expected [upstream.NAME] tables");
+    std::vector<upstream_config> upstreams;
+    for (const entry& e : in_file_order(*tables)) {
+        const std::string name = "upstream." + e.key;
+        if (!valid_upstream_name(e.key)) {
+            throw located_error(e.where.line, "upstream." + quote(e.key) +
+                                                  ": a name is letters, digits, \"_\" and \"-\"");
+        }
+        const toml::table* table = e.value->as_table();
+        if (table == nullptr) {
+            std::string message = name;
+            message += ": expected a table [";
+            message += name;
+            message += "], got ";
+            message += describe(*e.value);
+            throw located_error(e.where.line, message);
+        }
+        upstream_config upstream;
+        upstream.name = e.key;
+        apply_table(upstream, *table, name, upstream_settings());
+        if (upstream.servers.empty()) {
+            throw located_error(e.where.line, name + ".servers: required: at least one HOST:PORT "
+                                                     "or unix:PATH");
+        }
+        upstreams.push_back(std::move(upstream));
+    }
+    c.upstreams = std::move(upstreams);
+}
+
+// --- The whole configuration ---------------------------------------------------------------------
+
+std::string route_name(std::size_t index) {
+    return "route[" + std::to_string(index + 1) + "]";
+}
+
+std::optional<std::size_t> route_for_root(const config& c) {
+    for (std::size_t i = 0; i < c.routes.size(); ++i) {
+        if (c.routes[i].prefix == "/") return i;
+    }
+    return {};
+}
+
+void check_whole(const config& c, const toml::table* file) {
+    // The line of a route's key, or of a top-level key when `route` is empty.
+    const auto line_of = [&](std::optional<std::size_t> route,
+                             std::string_view key) -> std::optional<toml::source_index> {
+        if (file == nullptr) return {};
+        const toml::node* node = nullptr;
+        if (!route) {
+            node = file->get(key);
+        } else if (const toml::array* routes = file->get_as<toml::array>("route")) {
+            if (const toml::table* table = routes->get_as<toml::table>(*route)) {
+                node = table->get(key);
+            }
+        }
+        if (node == nullptr) return {};
+        return node->source().begin.line;
+    };
+    const auto raise = [&](std::size_t i, std::string_view key, const std::string& message) {
+        if (const std::optional<toml::source_index> line = line_of(i, key)) {
+            throw located_error(*line, message);
+        }
+        throw config_error(message);
+    };
+    std::vector<std::string_view> names;
+    for (const upstream_config& u : c.upstreams)
+        names.push_back(u.name);
+    for (std::size_t i = 0; i < c.routes.size(); ++i) {
+        const route_config& r = c.routes[i];
+        if (r.what == route_config::kind::proxy &&
+            std::find(names.begin(), names.end(), r.upstream) == names.end()) {
+            std::string message =
+                route_name(i) + ".upstream: no upstream named " + quote(r.upstream);
+            if (const auto suggestion = closest(r.upstream, names)) {
+                message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
+            }
+            raise(i, "upstream", message);
+        }
+    }
+    if (const auto root = route_for_root(c); root && c.docroot) {
+        std::string message = route_name(*root) + ".prefix: \"/\" conflicts with docroot";
+        if (const auto line = line_of({}, "docroot")) {
+            message += " (line " + std::to_string(*line) + ")";
+        }
+        raise(*root, "prefix", message + ", which is shorthand for a route \"/\"; keep one");
+    }
+}
+
+} // namespace config_detail
+
+// --- The file ------------------------------------------------------------------------------------
+
+using namespace config_detail;
+
+namespace {
+
+std::string read_whole_file(const std::filesystem::path& file, const std::string& name) {
+    const auto cannot = [&](const std::string& why) -> config_error {
+        return config_error(name + ": cannot read the config file: " + why);
+    };
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(file, ec);
+    if (ec) throw cannot(ec.message());
+    // Opening a directory succeeds on Linux and only the first read fails, with a vaguer error.
+    if (std::filesystem::is_directory(status)) throw cannot("it is a directory");
+    errno = 0;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+        throw cannot(errno != 0 ? std::generic_category().message(errno) : "cannot open it");
+    }
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (in.bad()) throw cannot("read error");
+    return text;
+}
+
+std::string at_line(const std::string& name, toml::source_index line) {
+    return name + ":" + std::to_string(line) + ": ";
+}
+
+} // namespace
+
+config load_config_file(const std::filesystem::path& file, config base) {
+    const std::string name = file.string();
+    if (name.empty()) throw config_error("config file: expected a file name, got an empty string");
+    const std::string text = read_whole_file(file, name);
+
+    toml::table root;
+    try {
+        root = toml::parse(text, name);
+    } catch (const toml::parse_error& e) {
+        throw config_error(at_line(name, e.source().begin.line) +
+                           "TOML syntax error: " + one_line(e.description()));
+    }
+
+    const std::span<const setting> rows = settings();
+    const std::vector<std::string_view> known = keys_of(rows);
+    for (const entry& e : in_file_order(root)) {
+        const auto rule = std::find_if(rows.begin(), rows.end(),
+                                       [&](const setting& s) { return s.key == e.key; });
+        if (e.key.empty() || rule == rows.end()) {
+            std::string message = at_line(name, e.where.line) + "unknown key " + quote(e.key);
+            if (const auto suggestion = closest(e.key, known)) {
+                message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
+            } else if (e.value->is_table()) {
+                message += " (tarry's settings are all top-level keys, except the [[route]] and "
+                           "[upstream.NAME] tables)";
+            }
+            throw config_error(message);
+        }
+        try {
+            rule->apply(base, setting_value(*e.value, e.key));
+        } catch (const located_error& error) {
+            throw config_error(at_line(name, error.line()) + error.what());
+        } catch (const config_error& error) {
+            throw config_error(at_line(name, e.value->source().begin.line) + error.what());
+        }
+    }
+
+    try {
+        check_whole(base, &root);
+    } catch (const located_error& error) {
+        throw config_error(at_line(name, error.line()) + error.what());
+    }
+    base.config_file = file;
+    return base;
+}
+
+} // namespace tarry::server

@@ -1,0 +1,483 @@
+// The settings table: one row per key and flag, which drives the file, the flags, --help, --man
+// and the did-you-mean suggestions. A new setting is one row here plus its field in `config`.
+
+#include "config_file.hpp"
+#include "config_values.hpp"
+
+#include <algorithm>
+#include <array>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tarry::server {
+
+using namespace config_detail;
+
+namespace {
+
+// The shape shared by every timeout row: the field and whether zero is allowed.
+template <duration config::*Field, bool ZeroOk>
+void apply_timeout(config& c, const setting_value& v) {
+    c.*Field = read_timeout(v, ZeroOk);
+}
+
+// timeout_value's advice for a zero timeout (timeouts = false) is about the client side, so the
+// upstream's timeouts say it without.
+template <duration upstream_config::*Field>
+void apply_upstream_timeout(upstream_config& u, const setting_value& v) {
+    const duration d = read_timeout(v, true);
+    if (d == duration::zero()) fail(v.what(), "must be more than zero, got " + describe(*v.node()));
+    u.*Field = d;
+}
+
+constexpr std::string_view dir_kind = "a directory path";
+constexpr std::string_view dir_expected = "expected a directory path string";
+
+void apply_docroot(config& c, const setting_value& v) {
+    c.docroot = read_path(v, dir_kind, dir_expected);
+    // The file's own conflicts are reported once the whole file is read, with both lines.
+    if (v.node() != nullptr) return;
+    if (const auto root = route_for_root(c)) {
+        fail(v.what(), "conflicts with " + route_name(*root) +
+                           " of the config file, which already answers \"/\" (docroot is "
+                           "shorthand for a route \"/\")");
+    }
+}
+
+void apply_proxy(config& c, const setting_value& v) {
+    const std::string& what = v.what();
+    if (c.docroot) fail(what, "conflicts with docroot, which also answers \"/\"");
+    if (const auto root = route_for_root(c)) {
+        fail(what, "conflicts with " + route_name(*root) +
+                       " of the config file, which already answers \"/\"");
+    }
+    upstream_config upstream;
+    upstream.name = "default";
+    if (std::any_of(c.upstreams.begin(), c.upstreams.end(),
+                    [&](const upstream_config& u) { return u.name == upstream.name; })) {
+        fail(what, "the config file already defines an upstream named \"default\"");
+    }
+    add_server(upstream.servers, v.text(), what);
+    c.upstreams.push_back(std::move(upstream));
+    route_config route;
+    route.prefix = "/";
+    route.what = route_config::kind::proxy;
+    route.upstream = "default";
+    c.routes.push_back(std::move(route));
+}
+
+// Each row names only the fields it sets and leaves the rest at their defaults, which GCC's
+// -Wextra reports for designated initializers all the same (GCC bug 96868).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+constexpr std::array setting_rows{
+    setting{.flag = "--config", .type = "FILE", .help = "Read settings from this TOML file."},
+    setting{.key = "listen",
+            .flag = "--listen",
+            .type = "ADDRESS",
+            .help = "Where to accept connections: HOST:PORT (an IPv4 address, an IPv6 address in "
+                    "brackets, localhost, or :PORT for all IPv4 addresses) or unix:PATH, then "
+                    "parameters: proxy_protocol (each connection starts with a PROXY header, v1 or "
+                    "v2, from a balancer), and for a Unix socket mode=0660 and owner=USER[:GROUP]. "
+                    "Sockets passed by systemd (LISTEN_FDS) are used for the addresses they match. "
+                    "The flag is repeatable and replaces the file's list.",
+            .default_text = R"(["127.0.0.1:8080"])",
+            .repeatable = true,
+            .apply = apply_listen},
+    setting{
+        .key = "docroot",
+        .flag = "--docroot",
+        .type = "DIR",
+        .help =
+            "Serve files (GET and HEAD) from this directory: shorthand for a route \"/\" to it. "
+            "Unset: every request to \"/\" is answered Hello, World!",
+        .apply = apply_docroot},
+    setting{
+        .key = "keep_alive_timeout",
+        .flag = "--keep-alive-timeout",
+        .type = "DUR",
+        .help =
+            "Idle time allowed between requests on a keep-alive connection; then a silent close.",
+        .default_text = R"("65s")",
+        .apply = apply_timeout<&config::keep_alive_timeout, false>},
+    setting{.key = "header_timeout",
+            .flag = "--header-timeout",
+            .type = "DUR",
+            .help =
+                "Time allowed to receive a request's line and headers, from its first byte (from "
+                "accept, for the first); a total, not reset by trickled bytes. Then 408 and close.",
+            .default_text = R"("60s")",
+            .apply = apply_timeout<&config::header_timeout, false>},
+    setting{.key = "body_timeout",
+            .flag = "--body-timeout",
+            .type = "DUR",
+            .help = "Gap allowed between two reads of a request body. Then 408 and close.",
+            .default_text = R"("60s")",
+            .apply = apply_timeout<&config::body_timeout, false>},
+    setting{.key = "request_timeout",
+            .flag = "--request-timeout",
+            .type = "DUR",
+            .help = "Total time allowed to receive a request's body. Then 408 and close.",
+            .default_text = R"("300s")",
+            .apply = apply_timeout<&config::request_timeout, false>},
+    setting{
+        .key = "send_timeout",
+        .flag = "--send-timeout",
+        .type = "DUR",
+        .help =
+            "Gap allowed between two writes of a response the client does not drain. Then close.",
+        .default_text = R"("60s")",
+        .apply = apply_timeout<&config::send_timeout, false>},
+    setting{.key = "drain_timeout",
+            .flag = "--drain-timeout",
+            .type = "DUR",
+            .help = "How long a graceful stop waits for in-flight requests; 0s: not at all.",
+            .default_text = R"("10s")",
+            .apply = apply_timeout<&config::drain_timeout, true>},
+    setting{.key = "lingering_time",
+            .type = "DUR",
+            .help =
+                "After an error response, the total time spent reading and discarding the client's "
+                "input before closing.",
+            .default_text = R"("30s")",
+            .apply = apply_timeout<&config::lingering_time, false>},
+    setting{.key = "lingering_timeout",
+            .type = "DUR",
+            .help =
+                "After an error response, the gap allowed between two reads of discarded input.",
+            .default_text = R"("5s")",
+            .apply = apply_timeout<&config::lingering_timeout, false>},
+    setting{.key = "max_connection_age",
+            .flag = "--max-connection-age",
+            .type = "DUR",
+            .help = "Past this age a connection's next response says Connection: close; 0s: off.",
+            .default_text = R"("0s")",
+            .apply = apply_timeout<&config::max_connection_age, true>},
+    setting{
+        .key = "close_spread_time",
+        .flag = "--close-spread-time",
+        .type = "DUR",
+        .help =
+            "On a graceful stop, idle keep-alive connections are closed spread over this window "
+            "rather than all at once; 0s: all at once.",
+        .default_text = R"("1s")",
+        .apply = apply_timeout<&config::close_spread_time, true>},
+    setting{.key = "keep_alive_min_timeout",
+            .flag = "--keep-alive-min-timeout",
+            .type = "DUR",
+            .help =
+                "An idle connection is never closed for a stop or for descriptor pressure sooner "
+                "than this after its last response, nor one that has sent nothing sooner than a "
+                "tenth of this after its accept; 0s: no minimum.",
+            .default_text = R"("1s")",
+            .apply = apply_timeout<&config::keep_alive_min_timeout, true>},
+    setting{.key = "max_requests_per_connection",
+            .flag = "--max-requests",
+            .type = "N",
+            .help =
+                "Requests served on one connection; the last response says Connection: close. 0: "
+                "unlimited.",
+            .default_text = "1000",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.max_requests_per_connection =
+                        static_cast<std::uint32_t>(read_count(v, max_requests_rule));
+                }},
+    setting{.key = "max_header_bytes",
+            .type = "SIZE",
+            .help = "Largest request line plus headers; over it 431 (414 for the request line).",
+            .default_text = R"("16KiB")",
+            .apply = [](config& c,
+                        const setting_value& v) { c.max_header_bytes = read_size(v, false); }},
+    setting{
+        .key = "max_body_bytes",
+        .type = "SIZE",
+        .help = "Largest request body; over it 413. 0: no body.",
+        .default_text = R"("1MiB")",
+        .apply = [](config& c, const setting_value& v) { c.max_body_bytes = read_size(v, true); }},
+    setting{.key = "workers",
+            .flag = "--workers",
+            .type = "N",
+            .help = "Worker threads, from 0 to 1024. 0: one per core.",
+            .default_text = "0",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.workers = static_cast<unsigned>(read_count(v, workers_rule));
+                }},
+    setting{
+        .key = "max_connections",
+        .flag = "--max-connections",
+        .type = "N",
+        .help = "Connections open at once; at the limit the oldest idle one is closed. 0: derived "
+                "from the open-file limit.",
+        .default_text = "0",
+        .apply =
+            [](config& c, const setting_value& v) {
+                c.max_connections = static_cast<std::size_t>(read_count(v, max_connections_rule));
+            }},
+    setting{.key = "admin_listen",
+            .flag = "--admin-listen",
+            .type = "HOST:PORT",
+            .help = "Serve /metrics and /healthz on this address. Unset: off.",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    const std::string text = read_string(v, admin_expected);
+                    c.admin_listen =
+                        host_port(text, bad_value{v.what(), admin_expected, text}, "0.0.0.0", 0);
+                }},
+    setting{.key = "log_level",
+            .flag = "--log-level",
+            .type = "LEVEL",
+            .help = "trace, debug, info, warn, error, critical or off.",
+            .default_text = R"("info")",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.log_level = log_level_value(
+                        read_string(
+                            v, "expected one of trace, debug, info, warn, error, critical, off"),
+                        v.what());
+                }},
+    setting{.key = "access_log",
+            .flag = "--access-log",
+            .type = "FILE",
+            .help = "Append one line per response to this file (\"-\": standard output), in "
+                    "access_log_format. SIGUSR1 reopens it (logrotate). Unset: off.",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.access_log = read_path(v, R"(a file path or "-")",
+                                             R"(expected a file path string or "-")");
+                }},
+    setting{.key = "access_log_format",
+            .flag = "--access-log-format",
+            .type = "FORMAT",
+            .help =
+                "The access log's line: common (the Common Log Format), combined (nginx's default: "
+                "common with the Referer and User-Agent) or json (one object per line).",
+            .default_text = R"("common")",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    const std::string& text =
+                        read_string(v, R"(expected "common", "combined" or "json")");
+                    if (text != "common" && text != "combined" && text != "json")
+                        fail(v.what(),
+                             R"(expected "common", "combined" or "json", got )" + quote(text));
+                    c.access_log_format = text;
+                }},
+    setting{.key = "expire_batch",
+            .type = "N",
+            .help = "Timeout expiries handled per timer wake-up before other work gets a turn.",
+            .default_text = "16",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.expire_batch = static_cast<std::size_t>(read_count(v, expire_batch_rule));
+                }},
+    setting{.key = "timeouts",
+            .flag = "--no-timeouts",
+            .type = "BOOL",
+            .help = "Enforce the timeouts; false (--no-timeouts) only to measure what enforcing "
+                    "them costs.",
+            .default_text = "true",
+            .apply = [](config& c, const setting_value& v) { c.timeouts = read_bool(v, false); }},
+    setting{
+        .key = "trust_forwarded",
+        .type = "BOOL",
+        .help = "Keep incoming X-Forwarded-For, -Proto and -Host fields and append to them when "
+                "proxying; false: replace them.",
+        .default_text = "false",
+        .apply = [](config& c, const setting_value& v) { c.trust_forwarded = read_bool(v, true); }},
+    setting{.flag = "--proxy",
+            .type = "HOST:PORT",
+            .help =
+                "Proxy every request to this server: an upstream named \"default\" with this one "
+                "server and a route \"/\" to it.",
+            .apply = apply_proxy},
+    setting{.key = "route",
+            .type = "TABLE",
+            .help = "[[route]] tables: what answers each path prefix (see ROUTES).",
+            .apply = apply_routes},
+    setting{.key = "upstream",
+            .type = "TABLE",
+            .help = "[upstream.NAME] tables: the servers a route proxies to (see UPSTREAMS).",
+            .apply = apply_upstreams},
+    setting{.flag = "--check-config", .help = "Validate the configuration and exit."},
+    setting{.flag = "--version", .help = "Print the version and exit."},
+    setting{.flag = "--help", .help = "Print this help and exit."},
+    setting{.flag = "--man",
+            .help = "Print the tarry(8) manual page in roff and exit.",
+            .hidden = true},
+};
+
+constexpr std::array route_rows{
+    route_setting{.key = "prefix",
+                  .type = "STRING",
+                  .help = "Required. The path prefix this route answers, starting with \"/\"; the "
+                          "longest matching prefix wins.",
+                  .apply =
+                      [](route_config& r, const setting_value& v) {
+                          const std::string& text =
+                              read_string(v, R"(expected a string such as "/api/")");
+                          if (text.empty() || text.front() != '/') {
+                              fail(v.what(), "must start with \"/\", got " + quote(text));
+                          }
+                          r.prefix = header_value(text, v.what());
+                      }},
+    route_setting{.key = "upstream",
+                  .type = "NAME",
+                  .help = "Proxy to the upstream of this name.",
+                  .apply =
+                      [](route_config& r, const setting_value& v) {
+                          r.upstream = read_string(v, "expected an upstream name string");
+                          r.what = route_config::kind::proxy;
+                      }},
+    route_setting{.key = "docroot",
+                  .type = "DIR",
+                  .help = "Serve files from this directory.",
+                  .apply =
+                      [](route_config& r, const setting_value& v) {
+                          r.docroot = read_path(v, dir_kind, dir_expected);
+                          r.what = route_config::kind::files;
+                      }},
+    route_setting{.key = "respond",
+                  .type = "STRING",
+                  .help = "Answer with a fixed response; \"hello\" is the one "
+                          "there is (Hello, World!).",
+                  .apply =
+                      [](route_config& r, const setting_value& v) {
+                          const std::string& text = read_string(v, R"(expected "hello")");
+                          if (text != "hello")
+                              fail(v.what(), "expected \"hello\", got " + quote(text));
+                          r.what = route_config::kind::hello;
+                      }},
+    route_setting{
+        .key = "upgrade",
+        .type = "BOOL",
+        .help = "Only with upstream: pass a request to switch protocols (Upgrade, such as "
+                "WebSocket) on, and tunnel the connection after the server's 101. false: the "
+                "request goes up as an ordinary one, without its Upgrade field.",
+        .default_text = "true",
+        .apply = [](route_config& r, const setting_value& v) { r.upgrade = read_bool(v, true); }},
+    route_setting{
+        .key = "cache_control",
+        .type = "STRING",
+        .help = "Only with docroot: sent as the Cache-Control field of every file. Unset: "
+                "none.",
+        .apply =
+            [](route_config& r, const setting_value& v) {
+                r.cache_control = header_value(
+                    read_string(v, R"(expected a string such as "public, max-age=60")"), v.what());
+            }},
+};
+
+constexpr std::array upstream_rows{
+    upstream_setting{.key = "servers",
+                     .type = "HOST:PORT",
+                     .help =
+                         "Required. An array of HOST:PORT (numeric IP or localhost) or unix:PATH, "
+                         "each listed once.",
+                     .apply = apply_servers},
+    upstream_setting{.key = "balance",
+                     .type = "STRING",
+                     .help =
+                         "How a server is chosen: round_robin, or least_conn (fewest requests in "
+                         "flight).",
+                     .default_text = R"("round_robin")",
+                     .apply =
+                         [](upstream_config& u, const setting_value& v) {
+                             const std::string& text =
+                                 read_string(v, "expected \"round_robin\" or \"least_conn\"");
+                             if (text == "round_robin") {
+                                 u.balance = upstream_config::balance_kind::round_robin;
+                             } else if (text == "least_conn") {
+                                 u.balance = upstream_config::balance_kind::least_conn;
+                             } else {
+                                 fail(v.what(), "expected \"round_robin\" or \"least_conn\", got " +
+                                                    quote(text));
+                             }
+                         }},
+    upstream_setting{
+        .key = "max_idle",
+        .type = "N",
+        .help = "The most idle pooled connections kept per server per worker, up to 65535 "
+                "(0: no pooling). Within it the pool follows demand: every 5 s, half of the "
+                "idle connections beyond the most that were busy at once are closed.",
+        .default_text = "1024",
+        .apply =
+            [](upstream_config& u, const setting_value& v) {
+                u.max_idle = static_cast<std::size_t>(read_count(v, max_idle_rule));
+            }},
+    upstream_setting{
+        .key = "idle_timeout",
+        .type = "DUR",
+        .help = "An idle pooled connection is closed after this, or sooner if the server's "
+                "Keep-Alive: timeout says so.",
+        .default_text = R"("60s")",
+        .apply = apply_upstream_timeout<&upstream_config::idle_timeout>},
+    upstream_setting{.key = "connect_timeout",
+                     .type = "DUR",
+                     .help = "Time allowed to connect to a server.",
+                     .default_text = R"("5s")",
+                     .apply = apply_upstream_timeout<&upstream_config::connect_timeout>},
+    upstream_setting{.key = "send_timeout",
+                     .type = "DUR",
+                     .help = "Gap allowed between two writes of the request to the server.",
+                     .default_text = R"("60s")",
+                     .apply = apply_upstream_timeout<&upstream_config::send_timeout>},
+    upstream_setting{.key = "response_timeout",
+                     .type = "DUR",
+                     .help = "Time from the end of the request to the first byte of the response.",
+                     .default_text = R"("60s")",
+                     .apply = apply_upstream_timeout<&upstream_config::response_timeout>},
+    upstream_setting{.key = "read_timeout",
+                     .type = "DUR",
+                     .help = "Gap allowed between two reads of the response body.",
+                     .default_text = R"("60s")",
+                     .apply = apply_upstream_timeout<&upstream_config::read_timeout>},
+    upstream_setting{.key = "fail_timeout",
+                     .type = "DUR",
+                     .help =
+                         "A server that refused a connection or timed out is skipped this long.",
+                     .default_text = R"("10s")",
+                     .apply = apply_upstream_timeout<&upstream_config::fail_timeout>},
+    upstream_setting{.key = "tunnel_idle_timeout",
+                     .type = "DUR",
+                     .help =
+                         "An upgrade tunnel (WebSocket) with no byte either way for this long is "
+                         "closed, both sides (HAProxy's timeout tunnel).",
+                     .default_text = R"("1h")",
+                     .apply = apply_upstream_timeout<&upstream_config::tunnel_idle_timeout>},
+};
+
+#pragma GCC diagnostic pop
+
+} // namespace
+
+std::span<const setting> settings() {
+    return setting_rows;
+}
+
+std::span<const route_setting> route_settings() {
+    return route_rows;
+}
+
+std::span<const upstream_setting> upstream_settings() {
+    return upstream_rows;
+}
+
+std::vector<route_config> effective_routes(const config& cfg) {
+    std::vector<route_config> routes = cfg.routes;
+    if (!route_for_root(cfg)) {
+        route_config root;
+        root.prefix = "/";
+        if (cfg.docroot) {
+            root.what = route_config::kind::files;
+            root.docroot = *cfg.docroot;
+        }
+        routes.push_back(std::move(root));
+    }
+    return routes;
+}
+
+} // namespace tarry::server
