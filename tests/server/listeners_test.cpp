@@ -484,6 +484,35 @@ TEST_F(RawProxyProtocolTest, AHeaderCutShortIsClosedSilentlyAtTheHeaderTimeout) 
     EXPECT_EQ(c.pending(), "") << "no 408 to a balancer that sent half a header";
 }
 
+TEST(ProxyProtocolTest, HalfHeadersAtTheConnectionLimitDelayRealClientsNoLongerThanTheTimeout) {
+    // An attacker holds the limit with headers it never finishes: they are not idle (bytes
+    // came), so pressure cannot reclaim them, but header_timeout ends each, and the clients the
+    // balancer sends meanwhile wait in the backlog, then get their answers.
+    const std::uint16_t port = free_port();
+    tarry_process t({"--listen", "127.0.0.1:" + std::to_string(port) + " proxy_protocol",
+                     "--max-connections", "20", "--header-timeout", "1s", "--workers", "1"},
+                    own_listen());
+    for (int i = 0; i < 200 && !test_client(port).connected(); ++i)
+        std::this_thread::sleep_for(50ms);
+    std::vector<std::unique_ptr<test_client>> attackers;
+    for (int i = 0; i < 60; ++i) {
+        attackers.push_back(std::make_unique<test_client>(port));
+        attackers.back()->send("PROXY TCP4 10.0.0.");
+    }
+    const auto start = steady::now();
+    for (int i = 0; i < 10; ++i) {
+        test_client c(port);
+        ASSERT_TRUE(c.send("PROXY TCP4 192.0.2.9 127.0.0.1 1000 80\r\n"
+                           "GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
+        const auto r = c.read_response(10s);
+        ASSERT_TRUE(r.has_value()) << "client " << i;
+        EXPECT_EQ(r->status, 200);
+    }
+    EXPECT_LT(steady::now() - start, 6s) << "a few header timeouts at most, never a hang";
+    for (auto& a : attackers)
+        EXPECT_TRUE(a->wait_closed(5s).has_value()) << "every half header is closed";
+}
+
 TEST(ProxyProtocolTest, AHeaderToAListenerWithoutProxyProtocolIsABadRequest) {
     tarry_process t({"--workers", "1"});
     test_client c(t.port());
