@@ -97,6 +97,17 @@ bool listening(const fs::path& path) {
     return false;
 }
 
+/// A Unix socket of `type` bound at `path` (not listening), or -1.
+int bound_unix(const fs::path& path, int type) {
+    const int fd = ::socket(AF_UNIX, type, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    ::close(fd);
+    return -1;
+}
+
 // --- Unix sockets ----------------------------------------------------------------------------
 
 TEST(UnixListenerTest, CurlGetsAnAnswerWithTheModeAndOwnerSetAndTheFileGoesAtStop) {
@@ -132,15 +143,10 @@ TEST(UnixListenerTest, CurlGetsAnAnswerWithTheModeAndOwnerSetAndTheFileGoesAtSto
 TEST(UnixListenerTest, AStaleSocketFileIsReplacedALiveOneRefusedAndAFileLeftAlone) {
     scratch_dir dir("unix_busy");
     const fs::path sock = dir / "tarry.sock";
-    {
-        // A socket file whose process is gone: bound, then closed without unlinking.
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-        sockaddr_un a{};
-        a.sun_family = AF_UNIX;
-        std::strncpy(a.sun_path, sock.c_str(), sizeof a.sun_path - 1);
-        ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        ::close(fd);
-    }
+    // A socket file whose process is gone: bound, then closed without unlinking.
+    const int gone = bound_unix(sock, SOCK_STREAM);
+    ASSERT_GE(gone, 0);
+    ::close(gone);
     tarry_process first({"--listen", "unix:" + sock.string(), "--workers", "1"});
     ASSERT_TRUE(listening(sock)) << "a stale socket file does not stop a start";
 
@@ -166,11 +172,11 @@ TEST(UnixListenerTest, AnotherProgramsDatagramSocketIsNeverReplaced) {
     // A typo such as unix:/dev/log must not take a live socket of another kind away.
     scratch_dir dir("unix_dgram");
     const fs::path sock = dir / "log.sock";
-    const int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+    const int fd = bound_unix(sock, SOCK_DGRAM);
+    ASSERT_GE(fd, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strncpy(a.sun_path, sock.c_str(), sizeof a.sun_path - 1);
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
     const run_result r = run_tarry("--listen unix:" + sock.string());
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_NE(r.output.find("is already in use by another process"), std::string::npos) << r.output;

@@ -159,8 +159,8 @@ TEST_F(ReloadTest, ListenersAddedAndRemovedFollowTheFile) {
 }
 
 TEST_F(ReloadTest, AUnixSocketInAMissingDirectoryIsRejectedThenAddedThenRemovedWithItsFile) {
-    const auto dir =
-        std::filesystem::temp_directory_path() / ("tarry_reload_unix_" + std::to_string(::getpid()));
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("tarry_reload_unix_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
     const auto sock = dir / "t.sock";
     const auto p1 = free_port();
@@ -182,8 +182,8 @@ TEST_F(ReloadTest, AUnixSocketInAMissingDirectoryIsRejectedThenAddedThenRemovedW
     test_client over_unix(unix_path{sock.string()});
     ASSERT_TRUE(over_unix.send(get));
     EXPECT_TRUE(over_unix.read_response());
-    EXPECT_EQ(std::filesystem::status(sock).permissions(), std::filesystem::perms::owner_read |
-                                                               std::filesystem::perms::owner_write);
+    EXPECT_EQ(std::filesystem::status(sock).permissions(),
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     ASSERT_TRUE(srv->request_reload().get()) << "the same file again keeps the socket";
     std::this_thread::sleep_for(100ms);
     ASSERT_TRUE(over_unix.send(get));
