@@ -313,10 +313,10 @@ std::size_t session::tunnel_in(const char* data, std::size_t size) {
 }
 
 std::size_t session::consume(const char* data, std::size_t size, std::string& out,
-                             std::string_view date, exchange_log* log) {
+                             std::string_view date) {
     if (tunneling()) return tunnel_in(data, size);
     std::size_t used = 0;
-    consume_run run{out, date, log};
+    consume_run run{out, date};
     run_ = &run;
     struct forget {
         session& s;
@@ -428,11 +428,8 @@ void session::emit(std::string& out, response_head& head, std::string_view date)
     const request_head* req = state_ ? &state_->head : nullptr;
     const std::uint64_t bytes = r_.head_only || head.length_unknown ? 0 : head.content_length;
     // Every response, the deferred ones too (a proxied answer comes outside consume()).
-    if (transport_ != nullptr) {
+    if (transport_ != nullptr)
         transport_->responded(req, state_ ? state_->stats : nullptr, head.status, bytes);
-    } else if (run_ != nullptr && run_->log != nullptr) {
-        run_->log->on_response(req, head.status, bytes);
-    }
 }
 
 void session::fail(unsigned status, std::string& out, std::string_view date) {

@@ -25,21 +25,6 @@ struct session_settings {
     const router* routes = nullptr; ///< null, or no route matches: the built-in answer
 };
 
-/// Told of each response a session without a transport writes within consume() (a session
-/// with one tells its transport instead: session_transport::responded). `request` is null when
-/// the bytes never made a request (a malformed request line).
-class exchange_log {
-public:
-    virtual void on_response(const request_head* request, unsigned status,
-                             std::uint64_t body_bytes) noexcept = 0;
-
-protected:
-    exchange_log() = default;
-    exchange_log(const exchange_log&) = default;
-    exchange_log& operator=(const exchange_log&) = default;
-    ~exchange_log() = default;
-};
-
 /// What a session needs of its connection for answers that come later, outside consume().
 class session_transport {
 public:
@@ -165,8 +150,8 @@ public:
 
     /// Returns how many bytes of [data, data + size) were consumed. Bytes of an incomplete
     /// header are not consumed: call again with them and more.
-    std::size_t consume(const char* data, std::size_t size, std::string& out, std::string_view date,
-                        exchange_log* log = nullptr);
+    std::size_t consume(const char* data, std::size_t size, std::string& out,
+                        std::string_view date);
 
     /// Answers with an error status and closes (408 on a header or body timeout). A deferred
     /// answer in progress is aborted.
@@ -266,11 +251,10 @@ private:
     };
     using states = recycler<request_state, 256>;
     using files = recycler<file_body, 64>;
-    /// What consume() was given, while it runs (one pointer, not three, in every session).
+    /// What consume() was given, while it runs (one pointer, not two, in every session).
     struct consume_run {
         std::string& out;
         std::string_view date;
-        exchange_log* log;
     };
 
     [[nodiscard]] deferred* deferred_answer() const noexcept {

@@ -67,9 +67,10 @@ struct worker_metrics {
         50'000, 100'000, 250'000, 500'000, 1'000'000, 5'000'000};
     std::array<counter, duration_bounds_us.size() + 1> duration_buckets; ///< the last: +Inf
     counter duration_us_sum;
-    void took(std::int64_t us) noexcept {
-        duration_buckets[timeouts::bucket_of(duration_bounds_us, us)].add();
-        duration_us_sum.add(us);
+    /// `n` responses that each took `us` (pipelined ones finished by one write).
+    void took(std::int64_t us, std::uint32_t n = 1) noexcept {
+        duration_buckets[timeouts::bucket_of(duration_bounds_us, us)].add(n);
+        duration_us_sum.add(us * n);
     }
     counter saved_at_timeout; ///< keep-alive deadlines that found a request waiting, served it
     counter pressure_retires; ///< at the limit, recently used connections asked to close next
