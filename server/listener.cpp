@@ -22,31 +22,32 @@ tcp::endpoint endpoint_of(const listen_address& addr) {
     return {ip, addr.port};
 }
 
+int probe_bind(const tcp::endpoint& ep) noexcept {
+    const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0; // the listener's own socket() will say why
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ep.address().is_v6()) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    const int err = ::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) == 0 ? 0 : errno;
+    ::close(fd);
+    return err;
+}
+
 void refuse_if_taken(const listen_address& addr) {
     if (addr.port == 0) return; // the kernel picks a free one
-    const tcp::endpoint ep = endpoint_of(addr);
     // The listeners set SO_REUSEPORT so that the workers share the port, which would let a
     // second tarry (or anything else that sets it) share it too, silently splitting the traffic.
     // A socket without it cannot bind where anything listens (SO_REUSEADDR only overlooks
     // connections in TIME_WAIT): a probe, closed again before the workers bind.
-    const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return; // the listener's own socket() will say why
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (ep.address().is_v6()) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    const bool taken =
-        ::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0 && errno == EADDRINUSE;
-    ::close(fd);
-    if (taken)
-        throw config_error("listen: " + addr.host + ":" + std::to_string(addr.port) +
-                           " is already in use by another process");
+    if (probe_bind(endpoint_of(addr)) == EADDRINUSE)
+        throw config_error("listen: " + addr.name() + " is already in use by another process");
 }
 
 listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
                    accept_target& target, const listen_address& addr)
     : poll_(poll), metrics_(metrics), target_(target), addr_(addr), retry_(io) {
     const tcp::endpoint ep = endpoint_of(addr);
-    const std::string where = addr.host + ":" + std::to_string(addr.port);
+    const std::string where = addr.name();
     const auto fail = [&](const char* what) {
         const int err = errno;
         if (fd_ >= 0) ::close(fd_);

@@ -95,6 +95,8 @@ private:
 
 /// Resolves a listen_address to an endpoint ("localhost" is 127.0.0.1; names are not looked up).
 boost::asio::ip::tcp::endpoint endpoint_of(const listen_address& addr);
+/// Binds a fresh socket (without SO_REUSEPORT) to `ep` and closes it: 0, or bind's errno.
+int probe_bind(const boost::asio::ip::tcp::endpoint& ep) noexcept;
 /// Throws config_error when something else already listens on `addr` (a second tarry, say),
 /// which SO_REUSEPORT would otherwise let the workers share. Port 0 is never taken.
 void refuse_if_taken(const listen_address& addr);

@@ -69,12 +69,11 @@ namespace {
 /// Upstream pools (the proxy), summed over workers, by server. Counters of routes a reload
 /// replaced are not carried over: they restart with the new pools.
 void render_upstreams(std::string& out, const std::vector<worker_snapshot>& snaps) {
+    // Keyed by the label as written: a unix: server's path may hold a quote or a backslash.
     std::map<std::string, upstream_sample> all;
-    for (const auto& s : snaps) {
-        for (const auto& [name, u] : s.upstreams) {
-            all[name] += u;
-        }
-    }
+    for (const auto& s : snaps)
+        for (const auto& [name, u] : s.upstreams)
+            all[label_value(name)] += u;
     if (all.empty()) return;
     family(out, "tarry_upstream_connections", "gauge", "Upstream connections, idle or busy.");
     for (const auto& [name, u] : all)
@@ -246,7 +245,7 @@ std::string render_metrics(const std::vector<worker*>& ws,
         std::map<std::string, std::array<std::uint64_t, 5>> by_route;
         for (worker* w : ws)
             w->metrics().routes.each([&](const std::string& prefix, const http::route_stats& s) {
-                auto& sums = by_route[prefix];
+                auto& sums = by_route[label_value(prefix)];
                 for (std::size_t c = 0; c < 5; ++c)
                     sums[c] += s.responses[c].load(std::memory_order_relaxed);
             });
@@ -254,7 +253,7 @@ std::string render_metrics(const std::vector<worker*>& ws,
             for (std::size_t c = 0; c < 5; ++c)
                 fmt::format_to(std::back_inserter(out),
                                "tarry_route_responses_total{{route=\"{}\",code=\"{}xx\"}} {}\n",
-                               label_value(prefix), c + 1, sums[c]);
+                               prefix, c + 1, sums[c]);
     }
     counter_line("tarry_received_bytes_total", "counter", "Bytes received from clients.",
                  sum(ws, [](worker_metrics& m) { return m.received_bytes.get(); }));

@@ -3,8 +3,6 @@
 #include "listener.hpp"
 #include "shared_socket.hpp"
 
-#include <sys/socket.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -41,16 +39,9 @@ void check_log_file(const fs::path& file, const std::string& key) {
 
 /// Whether this machine has the address to bind: a probe on port 0, which takes no port.
 void check_tcp_address(const listen_address& addr, const std::string& key) {
-    const auto ep = endpoint_of(addr);
-    const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return; // the start says why
-    auto any_port = ep;
+    auto any_port = endpoint_of(addr);
     any_port.port(0);
-    const bool missing =
-        ::bind(fd, any_port.data(), static_cast<socklen_t>(any_port.size())) != 0 &&
-        errno == EADDRNOTAVAIL;
-    ::close(fd);
-    if (missing)
+    if (probe_bind(any_port) == EADDRNOTAVAIL)
         throw config_error(key + ": " + addr.name() + ": this machine has no such address");
 }
 

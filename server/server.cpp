@@ -40,7 +40,7 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
     inherited_ = take_inherited_sockets();
     for (const auto& s : inherited_)
         if (std::none_of(cfg_.listen.begin(), cfg_.listen.end(),
-                         [&](const listen_address& a) { return s->bound_at(a); }))
+                         [&](const listen_address& a) { return s->address().same_socket(a); }))
             throw config_error("listen: systemd passed a socket on " + s->address().name() +
                                ", which no listen address names");
     if (cfg_.access_log) access_ = open_access_log(*cfg_.access_log, cfg_.access_log_format);
@@ -103,7 +103,7 @@ server::new_listeners(const std::vector<listen_address>& wanted,
     for (std::size_t i = 0; i < fresh.size(); ++i) {
         const auto from_systemd =
             std::find_if(inherited_.begin(), inherited_.end(),
-                         [&](const auto& s) { return s->bound_at(fresh[i]); });
+                         [&](const auto& s) { return s->address().same_socket(fresh[i]); });
         if (from_systemd != inherited_.end())
             shared[i] = *from_systemd;
         else if (fresh[i].unix_path.empty())
@@ -165,12 +165,12 @@ void server::wait_signal() {
         if (sig == SIGHUP) {
             reload();
         } else if (sig == SIGUSR1) {
-            if (access_ && !access_->reopen())
+            if (access_ && access_->reopen())
+                spdlog::info("SIGUSR1: reopened the access log {}", access_->path().string());
+            else if (access_)
                 spdlog::error(
                     "SIGUSR1: cannot reopen the access log {}; still writing the old file",
                     access_->path().string());
-            else if (access_)
-                spdlog::info("SIGUSR1: reopened the access log {}", access_->path().string());
         } else if (!stopping_) {
             spdlog::info(
                 "signal {}: stopping (drain up to {}ms)", sig,

@@ -1,6 +1,6 @@
 #include "shared_socket.hpp"
 
-#include "listener.hpp"
+#include <boost/asio/ip/tcp.hpp>
 
 #include <fcntl.h>
 #include <grp.h>
@@ -140,23 +140,6 @@ shared_socket::~shared_socket() {
     struct stat st {};
     if (::stat(addr_.unix_path.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
         ::unlink(addr_.unix_path.c_str());
-}
-
-bool shared_socket::bound_at(const listen_address& addr) const {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return false;
-    if (ss.ss_family == AF_UNIX) {
-        const auto& un = reinterpret_cast<const sockaddr_un&>(ss);
-        const std::size_t n = len - offsetof(sockaddr_un, sun_path);
-        return !addr.unix_path.empty() && n > 0 && un.sun_path[0] != '\0' &&
-               std::string_view(un.sun_path, ::strnlen(un.sun_path, n)) == addr.unix_path.native();
-    }
-    if (!addr.unix_path.empty() || addr.port == 0) return false;
-    boost::asio::ip::tcp::endpoint ep;
-    std::memcpy(ep.data(), &ss, std::min<std::size_t>(len, ep.capacity()));
-    ep.resize(len);
-    return ep == endpoint_of(addr);
 }
 
 void shared_socket::set_permissions(const listen_address& addr) {

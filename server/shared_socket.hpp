@@ -27,9 +27,9 @@ public:
     ~shared_socket();
 
     [[nodiscard]] int fd() const noexcept { return fd_; }
+    /// Where it is bound: as configured, or as getsockname() said for one systemd passed
+    /// (compare with listen_address::same_socket).
     [[nodiscard]] const listen_address& address() const noexcept { return addr_; }
-    /// Whether the socket is bound where `addr` says (its parameters aside).
-    [[nodiscard]] bool bound_at(const listen_address& addr) const;
     /// A reload changed the Unix socket's mode or owner: applied to the file in place.
     void set_permissions(const listen_address& addr);
 
