@@ -27,11 +27,12 @@ inline const timeout_kind keep_alive{"keep_alive", owner_tag<connection>};
 inline const timeout_kind retired{"retired", owner_tag<connection>};
 inline const timeout_kind linger{"linger", owner_tag<connection>};
 inline const timeout_kind discard{"discard", owner_tag<connection>};
+inline const timeout_kind handshake{"handshake", owner_tag<connection>}; ///< TLS, not yet done
 
 /// The kind of each phase's list, by conn_phase (waiting is in none: the handler's own
 /// timeouts bound it; it maps to linger only to keep the table whole).
 inline const std::array<const timeout_kind*, static_cast<std::size_t>(conn_phase::count_)> by_phase{
-    &silent, &header, &body, &send, &keep_alive, &linger, &linger, &discard};
+    &silent, &header, &body, &send, &keep_alive, &linger, &linger, &discard, &handshake};
 
 [[nodiscard]] inline const timeout_kind& of(conn_phase p) noexcept {
     return *by_phase[static_cast<std::size_t>(p)];

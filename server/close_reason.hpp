@@ -18,13 +18,16 @@ enum class close_reason : std::size_t {
     pressure,           ///< an idle connection reclaimed for a new one (fd limit)
     error,              ///< an I/O error other than a reset
     proxy_header,       ///< a proxy_protocol listener got no valid PROXY header
+    handshake, ///< a TLS handshake failed or timed out (tarry_tls_handshake_failures_total)
+    tls,       ///< a TLS protocol error after the handshake (an alert was sent)
     count_
 };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(close_reason::count_)>
-    close_reason_names{
-        "client_close", "keep_alive_timeout", "header_timeout", "body_timeout", "send_timeout",
-        "done",         "shutdown",           "pressure",       "error",        "proxy_header"};
+    close_reason_names{"client_close", "keep_alive_timeout", "header_timeout",
+                       "body_timeout", "send_timeout",       "done",
+                       "shutdown",     "pressure",           "error",
+                       "proxy_header", "handshake",          "tls"};
 // A std::array with too few initialisers compiles: an empty last name means one is missing.
 static_assert(!close_reason_names.back().empty());
 

@@ -32,6 +32,7 @@ struct listen_address {
     bool proxy_protocol = false;     ///< every connection starts with a PROXY header (v1 or v2)
     std::optional<unsigned> mode;    ///< unix: the socket file's permission bits
     std::string owner;               ///< unix: USER[:GROUP] given the socket file; empty: ours
+    bool tls = false;                ///< from tls_listen: every connection starts with a handshake
 
     /// Whether both name the same socket, however spelt ("localhost" and "127.0.0.1",
     /// "unix:/a/./x.sock" and "unix:/a/x.sock") and parameters aside: listed twice, it is
@@ -68,6 +69,14 @@ struct upstream_config {
     friend bool operator==(const upstream_config&, const upstream_config&) = default;
 };
 
+/// `[[tls]]`: a certificate and its key for the server names it lists, chosen by SNI.
+struct tls_config {
+    std::vector<std::string> server_names; ///< "example.com", "*.example.com"
+    std::filesystem::path certificate;     ///< PEM, the certificate then its chain
+    std::filesystem::path certificate_key; ///< PEM
+    friend bool operator==(const tls_config&, const tls_config&) = default;
+};
+
 /// `[[route]]`: what answers requests whose target starts with `prefix` (longest prefix wins).
 struct route_config {
     enum class kind { hello, files, proxy };
@@ -85,6 +94,13 @@ struct route_config {
 struct config {
     std::vector<listen_address> listen{{"127.0.0.1", 8080}};
     std::optional<std::filesystem::path> docroot;
+
+    /// The default certificate of every tls_listen address (for clients without SNI, or with a
+    /// name no [[tls]] table lists); without it, the first [[tls]] table's.
+    std::optional<std::filesystem::path> tls_certificate;
+    std::optional<std::filesystem::path> tls_certificate_key;
+    std::vector<tls_config> tls;      ///< [[tls]]: certificates by server name
+    duration handshake_timeout = 10s; ///< accept to the end of the TLS handshake; silent close
 
     duration keep_alive_timeout = 65s; ///< idle between requests; silent close
     duration header_timeout = 60s;     ///< first byte (or accept) to end of headers; total
@@ -174,6 +190,8 @@ std::span<const setting> settings();
 std::span<const route_setting> route_settings();
 /// The keys of an `[upstream.NAME]` table.
 std::span<const upstream_setting> upstream_settings();
+/// The keys of a `[[tls]]` table.
+std::span<const basic_setting<tls_config>> tls_settings();
 
 /// Parses an upstream server: "HOST:PORT" (numeric IP or localhost, port 1-65535, IPv6 in
 /// brackets) or "unix:PATH". Throws config_error naming `what`.

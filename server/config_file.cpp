@@ -122,9 +122,40 @@ bool read_bool(const setting_value& v, bool flag_means) {
     return n->as_boolean()->get();
 }
 
+std::vector<std::string> read_names(const setting_value& v) {
+    const toml::node& node = *v.node();
+    std::vector<const toml::node*> items;
+    if (const toml::array* array = node.as_array()) {
+        for (const toml::node& e : *array)
+            items.push_back(&e);
+    } else {
+        items.push_back(&node);
+    }
+    std::vector<std::string> names;
+    for (const toml::node* e : items) {
+        const std::string name = string_of(*e, v.what(), "expected a server name string");
+        std::string_view rest = name;
+        if (rest.starts_with("*.")) rest.remove_prefix(2);
+        const bool ok =
+            !rest.empty() && rest.size() < 254 && std::all_of(rest.begin(), rest.end(), [](char c) {
+                return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                       c == '-' || c == '.';
+            });
+        if (!ok)
+            fail(v.what(), "expected a server name such as \"example.com\", got " + quote(name));
+        names.push_back(name);
+    }
+    if (names.empty()) fail(v.what(), "needs at least one server name");
+    return names;
+}
+
 // --- Lists and tables ----------------------------------------------------------------------------
 
 void apply_listen(config& c, const setting_value& v) {
+    apply_listen_of<false>(c, v);
+}
+
+template <bool Tls> void apply_listen_of(config& c, const setting_value& v) {
     std::vector<listen_address> list;
     const toml::node* node = v.node();
     if (node == nullptr) {
@@ -135,7 +166,6 @@ void apply_listen(config& c, const setting_value& v) {
     } else if (node->is_string()) {
         add_listen(list, node->as_string()->get(), v.what());
     } else if (const toml::array* array = node->as_array()) {
-        if (array->empty()) fail(v.what(), "needs at least one HOST:PORT");
         for (const toml::node& element : *array) {
             try {
                 add_listen(list, string_of(element, v.what(), listen_expected), v.what());
@@ -147,8 +177,23 @@ void apply_listen(config& c, const setting_value& v) {
         wrong_type(*node, v.what(),
                    "expected a HOST:PORT string or an array of them, such as [\"127.0.0.1:8080\"]");
     }
-    c.listen = std::move(list);
+    // The other kind's entries stay; one socket cannot be both.
+    std::erase_if(c.listen, [](const listen_address& a) { return a.tls == Tls; });
+    for (listen_address& a : list) {
+        a.tls = Tls;
+        for (const listen_address& other : c.listen)
+            if (other.same_socket(a))
+                fail(v.what(), a.name() + " is also a " + (Tls ? "listen" : "tls_listen") +
+                                   " address; a socket is plain or TLS, not both");
+        if (Tls && a.proxy_protocol)
+            fail(v.what(), a.name() + ": proxy_protocol is not supported with TLS");
+        if (Tls && !a.unix_path.empty()) fail(v.what(), a.name() + ": TLS is for TCP addresses");
+    }
+    c.listen.insert(c.listen.end(), list.begin(), list.end());
 }
+
+template void apply_listen_of<false>(config&, const setting_value&);
+template void apply_listen_of<true>(config&, const setting_value&);
 
 void apply_servers(upstream_config& u, const setting_value& v) {
     const toml::node& node = *v.node();
@@ -315,6 +360,26 @@ void apply_upstreams(config& c, const setting_value& v) {
     c.upstreams = std::move(upstreams);
 }
 
+void apply_tls_tables(config& c, const setting_value& v) {
+    const toml::node& node = *v.node();
+    const toml::array* array = node.as_array();
+    if (array == nullptr || !array->is_array_of_tables())
+        wrong_type(node, v.what(), "expected [[tls]] tables");
+    std::vector<tls_config> list;
+    for (std::size_t i = 0; i < array->size(); ++i) {
+        const toml::table& table = *array->get(i)->as_table();
+        const std::string name = "tls[" + std::to_string(i + 1) + "]";
+        const toml::source_index line = table.source().begin.line;
+        tls_config t;
+        apply_table(t, table, name, tls_settings());
+        for (const std::string_view key : {"server_names"sv, "certificate"sv, "certificate_key"sv})
+            if (!table.contains(key))
+                throw located_error(line, name + "." + std::string(key) + ": required");
+        list.push_back(std::move(t));
+    }
+    c.tls = std::move(list);
+}
+
 // --- The whole configuration ---------------------------------------------------------------------
 
 std::string route_name(std::size_t index) {
@@ -365,6 +430,21 @@ void check_whole(const config& c, const toml::table* file) {
             raise(i, "upstream", message);
         }
     }
+    const bool has_tls = std::any_of(c.listen.begin(), c.listen.end(),
+                                     [](const listen_address& a) { return a.tls; });
+    const auto top_raise = [&](std::string_view key, const std::string& message) {
+        if (const auto line = line_of({}, key)) throw located_error(*line, message);
+        throw config_error(message);
+    };
+    if (c.listen.empty())
+        top_raise("listen", "listen: needs at least one address (in listen or tls_listen)");
+    if (c.tls_certificate.has_value() != c.tls_certificate_key.has_value())
+        top_raise(c.tls_certificate ? "tls_certificate" : "tls_certificate_key",
+                  c.tls_certificate ? "tls_certificate_key: required with tls_certificate"
+                                    : "tls_certificate: required with tls_certificate_key");
+    if (has_tls && !c.tls_certificate && c.tls.empty())
+        top_raise("tls_listen", "tls_listen: needs tls_certificate and tls_certificate_key (or a "
+                                "[[tls]] table)");
     if (const auto root = route_for_root(c); root && c.docroot) {
         std::string message = route_name(*root) + ".prefix: \"/\" conflicts with docroot";
         if (const auto line = line_of({}, "docroot")) {

@@ -69,12 +69,17 @@ std::filesystem::path read_path(const setting_value& v, std::string_view kind,
                                 std::string_view expected);
 const std::string& read_string(const setting_value& v, std::string_view expected);
 bool read_bool(const setting_value& v, bool flag_means);
+/// A server name or an array of them: letters, digits, '-' and '.', "*." first at most.
+std::vector<std::string> read_names(const setting_value& v);
 
 // Settings whose values are lists or tables.
 void apply_listen(config& c, const setting_value& v);
 void apply_servers(upstream_config& u, const setting_value& v);
 void apply_routes(config& c, const setting_value& v);
 void apply_upstreams(config& c, const setting_value& v);
+/// listen (Tls false) or tls_listen (true): replaces the entries of its kind.
+template <bool Tls> void apply_listen_of(config& c, const setting_value& v);
+void apply_tls_tables(config& c, const setting_value& v);
 
 /// "route[1]" for the first route, as messages name it.
 std::string route_name(std::size_t index);

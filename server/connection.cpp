@@ -7,6 +7,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <openssl/ssl.h>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/sendfile.h>
@@ -38,6 +40,8 @@ constexpr std::uint64_t file_bytes_per_pass = 1 << 20;
 constexpr std::size_t tunnel_in_bytes = 64 << 10;
 /// An output buffer larger than this is freed, not kept, when the connection goes quiet.
 constexpr std::size_t kept_out_bytes = 16 << 10;
+/// A file over TLS is read into the output this much at a time (four full records).
+constexpr std::size_t tls_file_piece = 64 << 10;
 
 /// A steady-clock reading in milliseconds, modulo 2^32: differences stay right for 49 days.
 std::uint32_t clock_ms(timeouts::clock::time_point t) noexcept {
@@ -55,9 +59,12 @@ bool is_reset(int err) noexcept {
 // 8 bytes and rounds to 16). Whatever is added must come out elsewhere, or go into io_state.
 static_assert(sizeof(connection) <= 184, "an idle connection fits a 192-byte chunk");
 
-connection::connection(const connection_context& ctx, int fd, bool proxy_protocol)
+connection::connection(const connection_context& ctx, int fd, bool proxy_protocol, bool tls)
     : fd_(fd), ctx_(ctx), idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
-      session_(ctx.settings.session, this), proxy_header_(proxy_protocol) {}
+      session_(ctx.settings.session, this), proxy_header_(proxy_protocol), tls_(tls),
+      handshaking_(tls) {
+    if (tls) phase_ = conn_phase::handshake;
+}
 
 connection::~connection() {
     if (!closed_) ::close(fd_); // never started (registration failed before close() ran)
@@ -68,6 +75,13 @@ void connection::start() {
     m.open.add();
     m.phases[static_cast<std::size_t>(phase_)].add();
     ctx_.date.hold();
+    if (tls_) {
+        tls::stream& s = ctx_.tls[this]; // may throw: the caller closes us
+        if (!ctx_.settings.tls || !s.start(ctx_.settings.tls, fd_)) {
+            close(close_reason::error);
+            return;
+        }
+    }
     if (!ctx_.poll.add(fd_, *this)) {
         close(close_reason::error);
         return;
@@ -183,6 +197,7 @@ void connection::run_drive() noexcept {
 bool connection::idle() const noexcept {
     return !closed_ &&
            (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent ||
+            phase_ == conn_phase::handshake ||
             (phase_ == conn_phase::header && in_len() == 0 && (!io_ || io_->out.empty())));
 }
 
@@ -202,6 +217,8 @@ void connection::drive(bool fresh) {
         ~done() { driving = false; }
     } const guard{driving_};
     while (!closed_) {
+        if (handshaking_ && !shake()) [[unlikely]]
+            return;
         if (woken_) {
             woken_ = false;
             fresh = true;
@@ -240,7 +257,7 @@ void connection::drive(bool fresh) {
             }
         }
         if (!out_waiting && session_.take_output_shutdown())
-            ::shutdown(fd_, SHUT_WR); // a tunnel's half-close, once its output is all out
+            shutdown_output(); // a tunnel's half-close, once its output is all out
         if (woken_) continue;
         if (session_.has_file()) {
             if (!send_file()) return;
@@ -309,7 +326,7 @@ bool connection::read_some() {
     }
     const std::size_t space = io.in.size() - io.in_len;
     for (;;) {
-        const ssize_t n = ::recv(fd_, io.in.data() + io.in_len, space, 0);
+        const ssize_t n = recv_some(io.in.data() + io.in_len, space);
         if (n > 0) {
             io.in_len += static_cast<std::uint32_t>(n);
             ctx_.metrics.received_bytes.add(n);
@@ -332,17 +349,80 @@ bool connection::read_some() {
             readable_ = false;
             return true;
         }
-        close(is_reset(errno) ? close_reason::client_close : close_reason::error);
+        close(is_reset(errno)   ? close_reason::client_close
+              : errno == EPROTO ? close_reason::tls
+                                : close_reason::error);
         return false;
     }
+}
+
+ssize_t connection::recv_some(char* p, std::size_t n) noexcept {
+    if (tls_) [[unlikely]]
+        return tls_stream().recv(fd_, p, n);
+    return ::recv(fd_, p, n, 0);
+}
+
+ssize_t connection::send_some(const char* p, std::size_t n) noexcept {
+    if (tls_) [[unlikely]]
+        return tls_stream().send(fd_, p, n);
+    return ::send(fd_, p, n, MSG_NOSIGNAL);
+}
+
+void connection::shutdown_output() noexcept {
+    if (tls_ && !handshaking_) tls_stream().close_notify(fd_);
+    ::shutdown(fd_, SHUT_WR);
+}
+
+bool connection::shake() {
+    tls::stream& s = tls_stream();
+    worker_metrics::tls_counters& m = ctx_.metrics.tls;
+    switch (s.handshake(fd_)) {
+    case tls::step::done: {
+        handshaking_ = false;
+        m.handshakes[s.resumed() ? 1 : 0].add();
+        const auto now = timeouts::clock::now();
+        m.took(static_cast<std::int64_t>(clock_ms(now) - born_ms_) * 1000);
+        m.open[s.suite()].add();
+        if (s.own_records()) m.own_records.add();
+        // Bytes that came behind the client's Finished are in the socket: read them now.
+        readable_ = true;
+        enter(conn_phase::silent, false); // header_timeout counts from here
+        return true;
+    }
+    case tls::step::want_read:
+        readable_ = false;
+        wait(false);
+        return false;
+    case tls::step::want_write:
+        writable_ = false;
+        wait(true);
+        return false;
+    case tls::step::plain_http: {
+        // An HTTP request on the TLS port: answered in plain text with 400, as nginx does, and
+        // closed lingering, so the client reads the answer.
+        m.failures[static_cast<std::size_t>(tls::handshake_failure::plain_http)].add();
+        handshaking_ = false;
+        tls_ = false;
+        ctx_.tls.erase(this);
+        readable_ = true;
+        if (!read_some()) return false;
+        session_.fail(400, io().out, ctx_.date.value());
+        enter(conn_phase::header, false);
+        return true;
+    }
+    case tls::step::failed:
+        m.failures[static_cast<std::size_t>(s.failure())].add();
+        close(close_reason::handshake);
+        return false;
+    }
+    return false;
 }
 
 bool connection::write_pending() {
     if (writable_) {
         io_state& io = *io_;
         for (;;) {
-            const ssize_t n =
-                ::send(fd_, io.out.data() + io.out_off, io.out.size() - io.out_off, MSG_NOSIGNAL);
+            const ssize_t n = send_some(io.out.data() + io.out_off, io.out.size() - io.out_off);
             if (n >= 0) {
                 io.out_off += static_cast<std::uint32_t>(n);
                 ctx_.metrics.sent_bytes.add(n);
@@ -353,7 +433,9 @@ bool connection::write_pending() {
             }
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            close(is_reset(errno) ? close_reason::client_close : close_reason::error);
+            close(is_reset(errno)   ? close_reason::client_close
+                  : errno == EPROTO ? close_reason::tls
+                                    : close_reason::error);
             return false;
         }
         writable_ = false;
@@ -374,6 +456,7 @@ void connection::nodelay() noexcept {
 
 bool connection::send_file() {
     nodelay(); // the tail of a streamed body must not wait for the client's delayed ACK
+    if (tls_) return stage_file();
     http::file_body& f = session_.file();
     std::uint64_t sent = 0;
     while (f.remaining != 0 && writable_) {
@@ -412,6 +495,34 @@ bool connection::send_file() {
     return true;
 }
 
+bool connection::stage_file() {
+    // No sendfile through TLS without the kernel's (kTLS, absent here): a piece of the file is
+    // read into the output, which drive() sends like any response bytes, then the next piece.
+    http::file_body& f = session_.file();
+    if (f.remaining == 0) {
+        session_.file_done();
+        measure_written();
+        return true;
+    }
+    io_state& io = this->io(); // its output is empty: drive() sends what is queued first
+    const std::size_t piece = std::min<std::uint64_t>(f.remaining, tls_file_piece);
+    io.out.resize(piece);
+    for (;;) {
+        const ssize_t n = ::pread(f.fd.get(), io.out.data(), piece, static_cast<off_t>(f.offset));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            io.out.clear();
+            close(close_reason::error); // the file shrank: the length promised cannot be kept
+            return false;
+        }
+        io.out.resize(static_cast<std::size_t>(n));
+        io.out_off = 0;
+        f.offset += static_cast<std::uint64_t>(n);
+        f.remaining -= static_cast<std::uint64_t>(n);
+        return true;
+    }
+}
+
 void connection::finish() {
     // Everything is written. If the client sent more than we read (pipelined requests after
     // Connection: close, the rest of a refused body), closing now would make the kernel answer
@@ -422,7 +533,7 @@ void connection::finish() {
         close(close_reason::done);
         return;
     }
-    ::shutdown(fd_, SHUT_WR);
+    shutdown_output();
     io().in_len = 0; // a total starts (enter below): it is kept beside the buffers
     enter(conn_phase::linger, false);
 }
@@ -433,7 +544,9 @@ void connection::wait(bool writable) {
     // a header (its deadline is a total from its first byte).
     const bool answered = session_.requests() != answered_;
     answered_ = session_.requests();
-    if (writable) {
+    if (handshaking_) {
+        enter(conn_phase::handshake, false); // a total from accept
+    } else if (writable) {
         enter(conn_phase::send, true);
     } else if (phase_ == conn_phase::linger) {
         enter(conn_phase::linger, true);
@@ -450,6 +563,7 @@ void connection::wait(bool writable) {
     } else {
         enter(conn_phase::keep_alive, answered);
         release_buffers(); // idle: hold nothing but the socket
+        if (tls_) tls_stream().release();
         nodelay();
     }
     want_write_ = writable;
@@ -515,7 +629,8 @@ void connection::retire_idle() noexcept {
 
 bool connection::input_waiting() const noexcept {
     char byte = 0;
-    return in_len() != 0 || ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+    return in_len() != 0 || (tls_ && !handshaking_ && tls_stream().plaintext_waiting()) ||
+           ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
 }
 
 void connection::leave_timeouts() noexcept {
@@ -544,6 +659,10 @@ void connection::on_timeout() noexcept {
     case conn_phase::discard:
         close(close_reason::body_timeout);
         return;
+    case conn_phase::handshake:
+        ctx_.metrics.tls.failures[static_cast<std::size_t>(tls::handshake_failure::timeout)].add();
+        close(close_reason::handshake);
+        return;
     case conn_phase::silent:
         close(close_reason::header_timeout); // nothing arrived: nothing to say
         return;
@@ -557,8 +676,7 @@ void connection::on_timeout() noexcept {
                 io.out.erase(0, io.out_off);
                 io.out_off = 0;
                 session_.fail(408, io.out, ctx_.date.value());
-                [[maybe_unused]] const ssize_t n =
-                    ::send(fd_, io.out.data(), io.out.size(), MSG_NOSIGNAL);
+                [[maybe_unused]] const ssize_t n = send_some(io.out.data(), io.out.size());
             } catch (...) {
                 // out of memory: close without the courtesy
             }
@@ -591,6 +709,7 @@ void connection::close(close_reason why) noexcept {
     if (peer_v6_) ctx_.proxied_v6.erase(this);
     session_.abort(); // a handler answering later stops and lets go of the request
     timeout_registry::unenroll(idle_);
+    if (tls_) close_tls(why);
     ::close(fd_);                                  // also leaves the poller's set
     if (session_.has_file()) session_.file_done(); // its descriptor too, not when we are freed
     const std::size_t freed = io_ ? io_->in.capacity() + io_->out.capacity() : 0;
@@ -610,6 +729,22 @@ void connection::close(close_reason why) noexcept {
     } catch (...) {
         intrusive_ptr_release(this); // could not defer: the caller holds no reference to us
     }
+}
+
+void connection::close_tls(close_reason why) noexcept {
+    const auto it = ctx_.tls.find(this);
+    if (it == ctx_.tls.end()) return; // never started
+    tls::stream& s = it->second;
+    if (!handshaking_) {
+        // An orderly close says so (close_notify), as nginx does; an error or a reset does not.
+        if (why == close_reason::done || why == close_reason::keep_alive_timeout ||
+            why == close_reason::shutdown || why == close_reason::pressure)
+            s.close_notify(fd_);
+        worker_metrics::tls_counters& m = ctx_.metrics.tls;
+        m.open[s.suite()].add(-1);
+        if (s.own_records()) m.own_records.add(-1);
+    }
+    ctx_.tls.erase(it);
 }
 
 void connection::release_buffers() noexcept {

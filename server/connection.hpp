@@ -52,6 +52,8 @@ struct io_state {
 ///
 /// The connection is always enrolled in exactly one timeout list, the one for its phase's kind
 /// (client_kinds) and duration:
+///   handshake  - TLS: from accept until the handshake is done; closed silently at
+///                handshake_timeout (then silent, from the end of the handshake)
 ///   silent     - from accept until the first byte; closed silently at header_timeout
 ///   header     - from the first byte of a request until its header is complete; total
 ///   body       - between two reads of a request body; touched on every read
@@ -71,8 +73,10 @@ class connection : public http::session_transport,
                    public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
     /// Takes ownership of `fd` (connected, non-blocking). `proxy_protocol`: the first bytes
-    /// are a PROXY header naming the client, read before any request.
-    connection(const connection_context& ctx, int fd, bool proxy_protocol = false);
+    /// are a PROXY header naming the client, read before any request. `tls`: a TLS handshake
+    /// comes first, and every byte after it is TLS (its state is in ctx.tls, beside us).
+    connection(const connection_context& ctx, int fd, bool proxy_protocol = false,
+               bool tls = false);
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
     ~connection();
@@ -134,12 +138,23 @@ private:
     bool read_some();
     bool write_pending();
     bool send_file();
+    // The socket, or TLS over it: the system calls' contract either way.
+    ssize_t recv_some(char* p, std::size_t n) noexcept;
+    ssize_t send_some(const char* p, std::size_t n) noexcept;
+    /// The end of our output: close_notify first on TLS.
+    void shutdown_output() noexcept;
+    /// One step of the TLS handshake; whether the connection goes on to requests now.
+    bool shake();
+    /// A file body over TLS: the next piece read into the output (no sendfile for TLS).
+    bool stage_file();
+    [[nodiscard]] tls::stream& tls_stream() const noexcept { return ctx_.tls.find(this)->second; }
     void wait(bool writable);
     void enter(conn_phase p, bool touch_if_same);
     [[nodiscard]] const timeouts::timeout_kind& kind_for(conn_phase p) const noexcept;
     void finish();
     void on_timeout() noexcept;
     void release_buffers() noexcept;
+    void close_tls(close_reason why) noexcept;
     void measure_written() noexcept;
     void nodelay() noexcept;
     [[gnu::noinline]] void log_response(const http::request_head* request, unsigned status,
@@ -184,6 +199,8 @@ private:
     bool proxy_header_ : 1 = false;  ///< a PROXY header is still to come, before any request
     bool peer_v6_ : 1 = false;       ///< the PROXY header's client is in ctx_.proxied_v6
     bool peer_v4_known_ : 1 = false; ///< peer_v4_ holds the client's address
+    bool tls_ : 1 = false;           ///< TLS: every byte goes through tls_stream()
+    bool handshaking_ : 1 = false;   ///< TLS: the handshake is not done yet
 };
 
 /// The worker's live connections (unlinked automatically when a connection is freed).

@@ -12,6 +12,8 @@
 
 #include <netinet/in.h>
 
+#include <tarry/tls/stream.hpp>
+
 #include <unordered_map>
 
 namespace tarry::server {
@@ -24,6 +26,9 @@ using live_hook =
     boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 
 /// What a connection needs of its worker, and no more: the worker's thread-local services.
+/// The TLS state of a worker's TLS connections, beside them (a plain connection pays nothing).
+using tls_streams = std::unordered_map<const connection*, tls::stream>;
+
 struct connection_context {
     boost::asio::io_context& io;
     timeouts::timeout_registry& registry;
@@ -33,6 +38,7 @@ struct connection_context {
     worker_metrics& metrics;
     /// The IPv6 client addresses PROXY headers gave (an IPv4 one fits in the connection).
     std::unordered_map<const connection*, in6_addr>& proxied_v6;
+    tls_streams& tls;
     /// After a connection's descriptor is closed; `freed`: the bytes of buffers it let go.
     void (*on_closed)(void* worker, std::size_t freed) noexcept;
     void* worker;

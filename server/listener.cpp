@@ -125,7 +125,7 @@ void listener::accept_all(bool past_limit) noexcept {
                 // attackers' reconnections eat the whole reserve, which files need too.)
                 if (past_limit && target_.may_exceed_limit()) {
                     const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                    if (fd >= 0) target_.accept(fd, addr_.proxy_protocol);
+                    if (fd >= 0) target_.accept(fd, addr_);
                 }
                 pause();
                 return;
@@ -133,7 +133,7 @@ void listener::accept_all(bool past_limit) noexcept {
         }
         const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            target_.accept(fd, addr_.proxy_protocol);
+            target_.accept(fd, addr_);
             continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;

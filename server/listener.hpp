@@ -16,8 +16,9 @@ namespace tarry::server {
 /// What a listener hands its connections to, and asks for room: its worker.
 class accept_target {
 public:
-    /// A new client socket (non-blocking); `proxy_protocol`: it starts with a PROXY header.
-    virtual void accept(int fd, bool proxy_protocol) noexcept = 0;
+    /// A new client socket (non-blocking) accepted on `addr` (its parameters: a PROXY header
+    /// first, a TLS handshake first).
+    virtual void accept(int fd, const listen_address& addr) noexcept = 0;
     [[nodiscard]] virtual bool at_connection_limit() const noexcept = 0;
     /// Whether one more connection may go past the limit, into the reserve it keeps.
     [[nodiscard]] virtual bool may_exceed_limit() const noexcept = 0;

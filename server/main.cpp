@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
         return 0;
     case command_line::action::check_config:
         try {
-            preflight(cl.cfg);
+            for (const std::string& w : preflight(cl.cfg))
+                std::fprintf(stderr, "tarry: warning: %s\n", w.c_str());
         } catch (const config_error& e) {
             std::fprintf(stderr, "tarry: %s\n", e.what());
             return 2;

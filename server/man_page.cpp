@@ -93,6 +93,11 @@ std::string man_page(std::string_view version) {
            "Each \\fB[upstream.\\fINAME\\fB]\\fR table (NAME is letters, digits, _ and \\-) is a "
            "pool of servers that routes name.\n";
     describe_keys(out, upstream_settings());
+    out += ".SS TLS\n"
+           "Each \\fB[[tls]]\\fR table is a certificate for the server names it lists, chosen by "
+           "the name a client sends (SNI); a client that sends none, or one no table lists, gets "
+           "\\fBtls_certificate\\fR (or the first table's).\n";
+    describe_keys(out, tls_settings());
 
     out += ".SH SIGNALS\n"
            ".TP\n.BR SIGTERM \", \" SIGINT\n"

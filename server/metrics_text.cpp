@@ -33,6 +33,12 @@ std::string label_value(std::string_view v) {
     return out;
 }
 
+void counter_line_to(std::string& out, std::string_view name, std::string_view type,
+                     std::string_view help, std::int64_t v) {
+    family(out, name, type, help);
+    fmt::format_to(std::back_inserter(out), "{} {}\n", name, v);
+}
+
 template <class F> std::int64_t sum(const std::vector<worker*>& ws, F f) {
     std::int64_t n = 0;
     for (worker* w : ws)
@@ -197,14 +203,73 @@ worker_snapshot take_snapshot(worker& w) {
     return s;
 }
 
+namespace {
+
+void render_tls(std::string& out, const std::vector<worker*>& ws) {
+    family(out, "tarry_tls_handshakes_total", "counter",
+           "TLS handshakes completed, by result: full, or resumed from a session ticket.");
+    for (std::size_t r = 0; r < 2; ++r)
+        fmt::format_to(std::back_inserter(out), "tarry_tls_handshakes_total{{result=\"{}\"}} {}\n",
+                       r == 0 ? "full" : "resumed",
+                       sum(ws, [r](worker_metrics& m) { return m.tls.handshakes[r].get(); }));
+    family(out, "tarry_tls_handshake_failures_total", "counter",
+           "TLS handshakes that did not complete, by reason (plain_http: answered 400).");
+    for (std::size_t r = 0; r < tls::handshake_failure_names.size(); ++r)
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_tls_handshake_failures_total{{reason=\"{}\"}} {}\n",
+                       tls::handshake_failure_names[r],
+                       sum(ws, [r](worker_metrics& m) { return m.tls.failures[r].get(); }));
+    family(out, "tarry_tls_handshake_duration_seconds", "histogram",
+           "From accept to the end of the TLS handshake (millisecond resolution).");
+    {
+        constexpr auto& bounds = worker_metrics::tls_counters::duration_bounds_us;
+        std::int64_t cumulative = 0;
+        for (std::size_t i = 0; i < bounds.size(); ++i) {
+            cumulative +=
+                sum(ws, [i](worker_metrics& m) { return m.tls.duration_buckets[i].get(); });
+            fmt::format_to(std::back_inserter(out),
+                           "tarry_tls_handshake_duration_seconds_bucket{{le=\"{}\"}} {}\n",
+                           static_cast<double>(bounds[i]) / 1e6, cumulative);
+        }
+        cumulative +=
+            sum(ws, [](worker_metrics& m) { return m.tls.duration_buckets.back().get(); });
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_tls_handshake_duration_seconds_bucket{{le=\"+Inf\"}} {0}\n"
+                       "tarry_tls_handshake_duration_seconds_sum {1}\n"
+                       "tarry_tls_handshake_duration_seconds_count {0}\n",
+                       cumulative,
+                       static_cast<double>(
+                           sum(ws, [](worker_metrics& m) { return m.tls.duration_us_sum.get(); })) /
+                           1e6);
+    }
+    family(out, "tarry_tls_connections", "gauge",
+           "Open TLS connections past their handshake, by version and cipher suite.");
+    for (std::size_t s = 0; s < tls::suite_names.size(); ++s) {
+        const std::int64_t n = sum(ws, [s](worker_metrics& m) { return m.tls.open[s].get(); });
+        if (n == 0 && s + 1 == tls::suite_names.size()) continue;
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_tls_connections{{version=\"{}\",cipher=\"{}\"}} {}\n",
+                       s < 3                             ? "TLSv1.3"
+                       : s + 1 < tls::suite_names.size() ? "TLSv1.2"
+                                                         : "other",
+                       tls::suite_names[s], n);
+    }
+    counter_line_to(out, "tarry_tls_own_record_connections", "gauge",
+                    "Open TLS 1.3 connections on tarry's own record layer (no OpenSSL object).",
+                    sum(ws, [](worker_metrics& m) { return m.tls.own_records.get(); }));
+    counter_line_to(out, "tarry_tls_kernel_offload", "gauge",
+                    "1 when the kernel can do TLS records (kTLS: the tls ULP is available); 0: "
+                    "files over TLS are read and sealed by tarry (no sendfile).",
+                    tls::kernel_tls_available() ? 1 : 0);
+}
+
+} // namespace
+
 std::string render_metrics(const std::vector<worker*>& ws,
                            const std::vector<worker_snapshot>& snaps) {
     std::string out;
     auto counter_line = [&](std::string_view name, std::string_view type, std::string_view help,
-                            std::int64_t v) {
-        family(out, name, type, help);
-        fmt::format_to(std::back_inserter(out), "{} {}\n", name, v);
-    };
+                            std::int64_t v) { counter_line_to(out, name, type, help, v); };
     const build_info& b = this_build();
     family(out, "tarry_build_info", "gauge",
            "Always 1: the version and commit of this binary, and the libraries built into it.");
@@ -288,6 +353,7 @@ std::string render_metrics(const std::vector<worker*>& ws,
         fmt::format_to(std::back_inserter(out),
                        "tarry_connection_closes_total{{reason=\"{}\"}} {}\n", close_reason_names[r],
                        sum(ws, [r](worker_metrics& m) { return m.closes[r].get(); }));
+    render_tls(out, ws);
 
     std::map<std::pair<std::string_view, timeouts::clock::duration>, std::size_t> lists;
     std::map<std::string_view, timeouts::expiry_stats> by_kind;

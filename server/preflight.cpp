@@ -1,5 +1,7 @@
 #include "preflight.hpp"
 
+#include "tls_setup.hpp"
+
 #include "listener.hpp"
 #include "shared_socket.hpp"
 
@@ -47,7 +49,7 @@ void check_tcp_address(const listen_address& addr, const std::string& key) {
 
 } // namespace
 
-void preflight(const config& cfg) {
+std::vector<std::string> preflight(const config& cfg) {
     if (cfg.docroot) check_docroot(*cfg.docroot, "docroot");
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (cfg.routes[i].what == route_config::kind::files)
@@ -59,6 +61,9 @@ void preflight(const config& cfg) {
         else
             check_unix_address(a);
     if (cfg.admin_listen) check_tcp_address(*cfg.admin_listen, "admin_listen");
+    if (const auto tls = make_tls_context(cfg, std::make_shared<tls::ticket_keys>()))
+        return tls->warnings();
+    return {};
 }
 
 } // namespace tarry::server

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "config.hpp"
 
 namespace tarry::server {
@@ -9,6 +12,8 @@ namespace tarry::server {
 /// there), every listen address is one this machine has, every Unix socket's directory exists
 /// and its owner= does. (A port in use is not checked: a running tarry holds its own.) Throws
 /// config_error naming the key, for `--check-config`, a start and a reload alike.
-void preflight(const config& cfg);
+/// Certificates are loaded and checked too (each key matches its certificate); what is only
+/// worth a warning (a certificate past its expiry) is returned, one line each.
+std::vector<std::string> preflight(const config& cfg);
 
 } // namespace tarry::server

@@ -51,6 +51,7 @@ bool pressure::relieve() noexcept {
     consider(client_kinds::keep_alive, quiet, true);
     consider(client_kinds::retired, quiet, true);
     consider(client_kinds::silent, now - settings_.min_quiet / 10, true);
+    consider(client_kinds::handshake, now - settings_.min_quiet / 10, true); // TLS, silent too
     consider(client_kinds::linger, quiet, false);
     consider(client_kinds::discard, quiet, false);
     if (oldest != nullptr) {

@@ -37,6 +37,11 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
     // while a file streams would otherwise kill the process.
     std::signal(SIGPIPE, SIG_IGN);
     preflight(cfg_); // what would fail later (a docroot, the log's directory) fails now
+    ticket_keys_ = std::make_shared<tls::ticket_keys>();
+    tls_ = make_tls_context(cfg_, ticket_keys_);
+    if (tls_)
+        for (const std::string& w : tls_->warnings())
+            spdlog::warn("{}", w);
     inherited_ = take_inherited_sockets();
     for (const auto& s : inherited_)
         if (std::none_of(cfg_.listen.begin(), cfg_.listen.end(),
@@ -45,7 +50,7 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
                                ", which no listen address names");
     if (cfg_.access_log) access_ = open_access_log(*cfg_.access_log, cfg_.access_log_format);
     for (unsigned i = 0; i < worker_count_; ++i) {
-        workers_.push_back(std::make_unique<worker>(i, cfg_, worker_count_, access_));
+        workers_.push_back(std::make_unique<worker>(i, cfg_, worker_count_, access_, tls_));
         workers_.back()->set_router(build_router(cfg_, custom_, workers_.back()->handlers()));
     }
     open_listeners(cfg_.listen);
@@ -261,6 +266,7 @@ bool server::reload() {
     std::vector<std::vector<std::shared_ptr<listener>>> added;
     std::shared_ptr<access_log> access = access_;
     std::unique_ptr<admin> next_admin;
+    std::shared_ptr<const tls::context> next_tls;
     try {
         if (!args_.empty()) {
             std::vector<const char*> argv;
@@ -274,6 +280,8 @@ bool server::reload() {
             return true;
         }
         preflight(next);
+        // Certificates are read again, all of them or none: a bad key keeps the running ones.
+        next_tls = make_tls_context(next, ticket_keys_);
         for (auto& w : workers_)
             routers.push_back(build_router(next, custom_, w->handlers()));
         added = new_listeners(next.listen, cfg_.listen);
@@ -305,7 +313,11 @@ bool server::reload() {
     set_unix_permissions(next.listen);
     for (std::size_t i = 0; i < workers_.size(); ++i)
         workers_[i]->reload(next, std::move(routers[i]), worker_count_, access_,
-                            std::move(added[i]));
+                            std::move(added[i]), next_tls);
+    if (next_tls)
+        for (const std::string& w : next_tls->warnings())
+            spdlog::warn("reload: {}", w);
+    tls_ = std::move(next_tls);
     cfg_ = std::move(next);
     spdlog::info("reloaded configuration");
     return true;

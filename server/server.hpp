@@ -1,5 +1,7 @@
 #pragma once
 
+#include "tls_setup.hpp"
+
 #include "access_log.hpp"
 #include "config.hpp"
 #include "handlers.hpp"
@@ -72,6 +74,9 @@ private:
     std::vector<custom_route> custom_;
     unsigned worker_count_;
     std::shared_ptr<access_log> access_;
+    /// Session ticket keys: one ring for the server's life, so tickets survive reloads.
+    std::shared_ptr<tls::ticket_keys> ticket_keys_;
+    std::shared_ptr<const tls::context> tls_; ///< null without TLS listeners
     boost::asio::io_context io_; ///< signals, the admin endpoint, the access log's flush
     boost::asio::signal_set signals_;
     boost::asio::steady_timer log_flush_; ///< armed while access log lines wait (at most 1 s)

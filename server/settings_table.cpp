@@ -87,6 +87,44 @@ constexpr std::array setting_rows{
             .default_text = R"(["127.0.0.1:8080"])",
             .repeatable = true,
             .apply = apply_listen},
+    setting{.key = "tls_listen",
+            .flag = "--tls-listen",
+            .type = "HOST:PORT",
+            .help = "Where to accept TLS connections (HTTPS): HOST:PORT as for listen. TLS 1.2 "
+                    "and 1.3, ALPN http/1.1, the certificate by SNI. The flag is repeatable and "
+                    "replaces the file's list. Unset: no TLS.",
+            .repeatable = true,
+            .apply = apply_listen_of<true>},
+    setting{.key = "tls_certificate",
+            .flag = "--tls-certificate",
+            .type = "FILE",
+            .help = "The default certificate of the TLS addresses (PEM: the certificate, then its "
+                    "chain), for clients that name no server [[tls]] lists. A reload (SIGHUP) "
+                    "reads it again.",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.tls_certificate = read_path(v, "a file path", "expected a file path string");
+                }},
+    setting{.key = "tls_certificate_key",
+            .flag = "--tls-certificate-key",
+            .type = "FILE",
+            .help = "The private key of tls_certificate (PEM).",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.tls_certificate_key =
+                        read_path(v, "a file path", "expected a file path string");
+                }},
+    setting{.key = "handshake_timeout",
+            .flag = "--handshake-timeout",
+            .type = "DUR",
+            .help = "Time allowed from accept to the end of the TLS handshake; then a silent "
+                    "close.",
+            .default_text = R"("10s")",
+            .apply = apply_timeout<&config::handshake_timeout, false>},
+    setting{.key = "tls",
+            .type = "TABLE",
+            .help = "[[tls]] tables: a certificate per server name (SNI) (see TLS).",
+            .apply = apply_tls_tables},
     setting{
         .key = "docroot",
         .flag = "--docroot",
@@ -450,6 +488,31 @@ constexpr std::array upstream_rows{
                      .apply = apply_upstream_timeout<&upstream_config::tunnel_idle_timeout>},
 };
 
+constexpr std::array tls_rows{
+    basic_setting<tls_config>{
+        .key = "server_names",
+        .type = "NAMES",
+        .help = "Required. The names this certificate answers: \"example.com\", or "
+                "\"*.example.com\" for one label more.",
+        .apply = [](tls_config& t, const setting_value& v) { t.server_names = read_names(v); }},
+    basic_setting<tls_config>{.key = "certificate",
+                              .type = "FILE",
+                              .help = "Required. The certificate (PEM, then its chain).",
+                              .apply =
+                                  [](tls_config& t, const setting_value& v) {
+                                      t.certificate = read_path(v, "a file path",
+                                                                "expected a file path string");
+                                  }},
+    basic_setting<tls_config>{.key = "certificate_key",
+                              .type = "FILE",
+                              .help = "Required. Its private key (PEM).",
+                              .apply =
+                                  [](tls_config& t, const setting_value& v) {
+                                      t.certificate_key = read_path(v, "a file path",
+                                                                    "expected a file path string");
+                                  }},
+};
+
 #pragma GCC diagnostic pop
 
 } // namespace
@@ -464,6 +527,10 @@ std::span<const route_setting> route_settings() {
 
 std::span<const upstream_setting> upstream_settings() {
     return upstream_rows;
+}
+
+std::span<const basic_setting<tls_config>> tls_settings() {
+    return tls_rows;
 }
 
 std::vector<route_config> effective_routes(const config& cfg) {

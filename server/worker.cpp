@@ -11,16 +11,15 @@
 namespace tarry::server {
 
 worker::worker(unsigned index, const config& cfg, unsigned workers,
-               std::shared_ptr<access_log> access)
+               std::shared_ptr<access_log> access, std::shared_ptr<const tls::context> tls)
     // Only this worker's thread touches its sockets, so the reactor may skip its per-descriptor
     // locks; other threads still post to the scheduler, which stays locked.
     : index_(index), io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO), registry_(io_, cfg.expire_batch),
       date_(io_), poller_(io_),
-      settings_(worker_settings::from(cfg, nullptr, workers, access.get())),
-      access_(std::move(access)), ctx_{io_,         registry_,
-                                       date_,       poller_,
-                                       settings_,   metrics_,
-                                       proxied_v6_, &worker::on_connection_closed,
+      settings_(worker_settings::from(cfg, nullptr, workers, access.get(), std::move(tls))),
+      access_(std::move(access)), ctx_{io_,         registry_, date_,
+                                       poller_,     settings_, metrics_,
+                                       proxied_v6_, tls_,      &worker::on_connection_closed,
                                        this},
       handlers_{io_, registry_, poller_, metrics_.routes},
       pressure_(registry_, settings_, live_, metrics_), trimmer_(io_), drain_timer_(io_),
@@ -76,12 +75,12 @@ void worker::post(std::function<void()> f) {
     boost::asio::post(io_, std::move(f));
 }
 
-void worker::accept(int fd, bool proxy_protocol) noexcept {
+void worker::accept(int fd, const listen_address& addr) noexcept {
     metrics_.accepted.add();
     ++connections_;
     connection* c = nullptr;
     try {
-        c = new connection(ctx_, fd, proxy_protocol);
+        c = new connection(ctx_, fd, addr.proxy_protocol, addr.tls);
     } catch (...) {
         ::close(fd);
         --connections_;
@@ -203,12 +202,13 @@ void worker::finish_stop() noexcept {
 
 void worker::reload(const config& cfg, std::shared_ptr<http::router> routes, unsigned workers,
                     std::shared_ptr<access_log> access,
-                    std::vector<std::shared_ptr<listener>> added) {
+                    std::vector<std::shared_ptr<listener>> added,
+                    std::shared_ptr<const tls::context> tls) {
     post([this, cfg, routes = std::move(routes), workers, access = std::move(access),
-          added = std::move(added)]() mutable {
+          added = std::move(added), tls = std::move(tls)]() mutable {
         if (stopping_) return;
         const worker_settings old = settings_;
-        settings_ = worker_settings::from(cfg, routes.get(), workers, access.get());
+        settings_ = worker_settings::from(cfg, routes.get(), workers, access.get(), std::move(tls));
         access_ = std::move(access); // the old log is closed once no worker writes to it
         // The old routes go now; a request answered later still holds its own handler.
         router_ = std::move(routes);

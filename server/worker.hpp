@@ -33,7 +33,8 @@ namespace tarry::server {
 /// clock stops), so a graceful stop needs no io_context::stop().
 class worker final : public accept_target {
 public:
-    worker(unsigned index, const config& cfg, unsigned workers, std::shared_ptr<access_log> access);
+    worker(unsigned index, const config& cfg, unsigned workers, std::shared_ptr<access_log> access,
+           std::shared_ptr<const tls::context> tls = nullptr);
     worker(const worker&) = delete;
     worker& operator=(const worker&) = delete;
     ~worker();
@@ -63,7 +64,8 @@ public:
     /// Applies a configuration checked and built by the server: nothing here can fail but the
     /// opening of a new listener address, which the server has bound once already.
     void reload(const config& cfg, std::shared_ptr<http::router> routes, unsigned workers,
-                std::shared_ptr<access_log> access, std::vector<std::shared_ptr<listener>> added);
+                std::shared_ptr<access_log> access, std::vector<std::shared_ptr<listener>> added,
+                std::shared_ptr<const tls::context> tls = nullptr);
     void post(std::function<void()> f);
 
     // The worker's own thread.
@@ -79,7 +81,7 @@ public:
 
     // accept_target: what the listeners call.
     /// A new client socket (non-blocking): becomes a connection.
-    void accept(int fd, bool proxy_protocol) noexcept override;
+    void accept(int fd, const listen_address& addr) noexcept override;
     [[nodiscard]] bool at_connection_limit() const noexcept override {
         return settings_.max_connections != 0 && connections_ >= settings_.max_connections;
     }
@@ -108,6 +110,7 @@ private:
     std::shared_ptr<http::router> router_; ///< requests in flight keep their handler alive
     std::shared_ptr<access_log> access_;
     std::unordered_map<const connection*, in6_addr> proxied_v6_;
+    tls_streams tls_;
     connection_context ctx_;
     handler_context handlers_;
     live_connections live_;

@@ -5,6 +5,7 @@
 
 #include <tarry/http/router.hpp>
 #include <tarry/timeouts/expiry_stats.hpp>
+#include <tarry/tls/stream.hpp>
 
 #include <array>
 #include <atomic>
@@ -52,6 +53,23 @@ private:
 };
 
 struct worker_metrics {
+    /// TLS listeners' connections.
+    struct tls_counters {
+        std::array<counter, 2> handshakes; ///< completed: full, resumed
+        std::array<counter, static_cast<std::size_t>(tls::handshake_failure::count_)> failures;
+        /// Upper bounds of the handshake duration histogram (accept to done), microseconds.
+        static constexpr std::array<std::int64_t, 10> duration_bounds_us{
+            1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 1'000'000, 5'000'000};
+        std::array<counter, duration_bounds_us.size() + 1> duration_buckets;
+        counter duration_us_sum;
+        std::array<counter, tls::suite_names.size()> open; ///< open, by cipher suite
+        counter own_records; ///< open on tarry's own TLS 1.3 records (no OpenSSL object)
+        void took(std::int64_t us) noexcept {
+            duration_buckets[timeouts::bucket_of(duration_bounds_us, us)].add();
+            duration_us_sum.add(us);
+        }
+    };
+
     counter accepted;
     counter accept_errors;
     counter open;
@@ -77,6 +95,7 @@ struct worker_metrics {
     std::array<counter, static_cast<std::size_t>(close_reason::count_)> closes;
     route_counters routes;
     std::array<counter, static_cast<std::size_t>(conn_phase::count_)> phases;
+    tls_counters tls;
 
     void closed(close_reason r) noexcept { closes[static_cast<std::size_t>(r)].add(); }
 };

@@ -12,9 +12,12 @@ unsigned advertised_keep_alive(timeouts::clock::duration keep_alive) noexcept {
 }
 
 worker_settings worker_settings::from(const config& cfg, const http::router* routes,
-                                      unsigned workers, access_log* access) {
+                                      unsigned workers, access_log* access,
+                                      std::shared_ptr<const tls::context> tls) {
     worker_settings s;
     s.access = access;
+    s.tls = std::move(tls);
+    s.handshake = cfg.handshake_timeout;
     s.session.max_header_bytes = cfg.max_header_bytes;
     s.session.max_body_bytes = cfg.max_body_bytes;
     s.session.max_requests = cfg.max_requests_per_connection;

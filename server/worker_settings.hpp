@@ -8,6 +8,11 @@
 #include <tarry/timeouts/idle_entry.hpp>
 
 #include <cstddef>
+#include <memory>
+
+namespace tarry::tls {
+class context;
+}
 
 namespace tarry::server {
 
@@ -29,10 +34,12 @@ struct worker_settings {
     timeouts::clock::duration min_quiet{};    ///< idle at least this long before a stop or
                                               ///< pressure may close a connection
     bool timeouts = true;
-    std::size_t in_buffer_bytes = 0;    ///< the most a read buffer grows to (a whole header)
-    std::size_t max_connections = 0;    ///< this worker's share; 0: no limit
-    std::size_t past_limit = 1;         ///< newcomers served past it, into the reserve
-    class access_log* access = nullptr; ///< null: access log off
+    std::size_t in_buffer_bytes = 0;         ///< the most a read buffer grows to (a whole header)
+    std::size_t max_connections = 0;         ///< this worker's share; 0: no limit
+    std::size_t past_limit = 1;              ///< newcomers served past it, into the reserve
+    class access_log* access = nullptr;      ///< null: access log off
+    std::shared_ptr<const tls::context> tls; ///< certificates of the TLS listeners; null: none
+    timeouts::clock::duration handshake{};
 
     [[nodiscard]] timeouts::clock::duration timeout_for(conn_phase p) const noexcept {
         switch (p) {
@@ -45,6 +52,8 @@ struct worker_settings {
             return send;
         case conn_phase::keep_alive:
             return keep_alive;
+        case conn_phase::handshake:
+            return handshake;
         case conn_phase::linger:
         case conn_phase::discard:
         case conn_phase::waiting:
@@ -67,7 +76,8 @@ struct worker_settings {
     }
 
     static worker_settings from(const config& cfg, const http::router* routes, unsigned workers,
-                                class access_log* access = nullptr);
+                                class access_log* access = nullptr,
+                                std::shared_ptr<const tls::context> tls = nullptr);
 };
 
 /// Whole seconds to advertise in `Keep-Alive: timeout=N`: a second below what the server really

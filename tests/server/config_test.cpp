@@ -867,6 +867,8 @@ TEST(ExampleFile, DocumentsEveryKey) {
         EXPECT_TRUE(contains(text, "\n#   " + std::string(s.key) + " = "));
     for (const upstream_setting& s : upstream_settings())
         EXPECT_TRUE(contains(text, "\n#   " + std::string(s.key) + " = "));
+    for (const auto& s : tls_settings())
+        EXPECT_TRUE(contains(text, "\n#   " + std::string(s.key) + " = "));
     EXPECT_TRUE(contains(text, "\n# [[route]]\n"));
     EXPECT_TRUE(contains(text, "\n# [upstream."));
 }
@@ -899,7 +901,8 @@ TEST_F(ConfigFileTest, ExampleFileCommentedKeysAreValidToo) {
     std::string uncommented;
     // Uncommenting the optional keys must give a valid file as well.
     while (std::getline(in, line)) {
-        for (const std::string key : {"docroot", "admin_listen", "access_log"}) {
+        for (const std::string key : {"docroot", "admin_listen", "access_log", "tls_listen",
+                                      "tls_certificate", "tls_certificate_key"}) {
             if (line.rfind("# " + key + " = ", 0) == 0) line = line.substr(2);
         }
         uncommented += line + "\n";
@@ -908,6 +911,10 @@ TEST_F(ConfigFileTest, ExampleFileCommentedKeysAreValidToo) {
     EXPECT_TRUE(c.docroot);
     EXPECT_TRUE(c.admin_listen);
     EXPECT_TRUE(c.access_log);
+    EXPECT_TRUE(c.tls_certificate);
+    EXPECT_EQ(std::count_if(c.listen.begin(), c.listen.end(),
+                            [](const listen_address& a) { return a.tls; }),
+              1);
 }
 
 // --- The settings table ----------------------------------------------------------------------

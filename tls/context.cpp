@@ -1,0 +1,185 @@
+#include "context.hpp"
+
+#include "stream.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+namespace tarry::tls {
+namespace {
+
+/// OpenSSL's last error as one line ("no start line", "key values mismatch").
+std::string last_error() {
+    const unsigned long e = ERR_peek_last_error();
+    ERR_clear_error();
+    if (e == 0) return "unknown error";
+    const char* reason = ERR_reason_error_string(e);
+    return reason != nullptr ? reason : "error " + std::to_string(e);
+}
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                unsigned inlen, void*) {
+    // HTTP/1.1 only: a client that offers ALPN without it is refused (no_application_protocol),
+    // as nginx does; a client that offers none gets HTTP/1.1 all the same.
+    for (unsigned i = 0; i < inlen;) {
+        const unsigned len = in[i];
+        if (i + 1 + len > inlen) break;
+        if (len == 8 && std::memcmp(in + i + 1, "http/1.1", 8) == 0) {
+            *out = in + i + 1;
+            *outlen = 8;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        i += 1 + len;
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+int select_certificate(SSL* ssl, int*, void* arg) {
+    const auto* self = static_cast<const context*>(arg);
+    const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    if (name == nullptr) return SSL_TLSEXT_ERR_OK; // the default
+    SSL_CTX* ctx = self->for_name(name);
+    if (ctx != SSL_get_SSL_CTX(ssl)) SSL_set_SSL_CTX(ssl, ctx);
+    return SSL_TLSEXT_ERR_OK;
+}
+
+int ticket_key(SSL* ssl, unsigned char name[16], unsigned char iv[16], EVP_CIPHER_CTX* cipher,
+               EVP_MAC_CTX* mac, int enc) {
+    const auto* self = static_cast<const context*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+    try {
+        return self->keys().crypt(name, iv, cipher, mac, enc, ticket_keys::clock::now());
+    } catch (...) {
+        return -1;
+    }
+}
+
+} // namespace
+
+bool kernel_tls_available() noexcept {
+    static const bool available = [] {
+        std::FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
+        if (f == nullptr) return false;
+        char line[256] = {};
+        const bool has = std::fgets(line, sizeof line, f) != nullptr &&
+                         std::string_view(line).find("tls") != std::string_view::npos;
+        std::fclose(f);
+        return has;
+    }();
+    return available;
+}
+
+context::context(const context_settings& settings, std::shared_ptr<ticket_keys> keys)
+    : keys_(std::move(keys)) {
+    if (settings.certificates.empty()) throw error("tls_certificate: needed by tls_listen");
+    try {
+        for (const certificate_files& files : settings.certificates) {
+            SSL_CTX* ctx = load(files);
+            ctxs_.push_back(ctx);
+            if (SSL_CTX_set_cipher_list(ctx, settings.ciphers.c_str()) != 1)
+                throw error("tls_ciphers: " + last_error());
+            for (const std::string& n : files.names)
+                names_.push_back({lower(n), ctx});
+        }
+    } catch (...) {
+        for (SSL_CTX* c : ctxs_)
+            SSL_CTX_free(c);
+        throw;
+    }
+}
+
+context::~context() {
+    for (SSL_CTX* c : ctxs_)
+        SSL_CTX_free(c);
+}
+
+SSL_CTX* context::load(const certificate_files& files) {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == nullptr) throw error(files.origin + ": " + last_error());
+    const auto fail = [&](const std::string& what) {
+        SSL_CTX_free(ctx);
+        throw error(what);
+    };
+    const std::string cert = files.certificate.string();
+    const std::string key = files.key.string();
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1)
+        fail(files.origin + ": cannot use the certificate " + cert + ": " + last_error());
+    if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1)
+        fail(files.origin + ": cannot use the key " + key + ": " + last_error());
+    if (SSL_CTX_check_private_key(ctx) != 1)
+        fail(files.origin + ": the key " + key + " does not match the certificate " + cert);
+    if (X509* x = SSL_CTX_get0_certificate(ctx); x != nullptr) {
+        const ASN1_TIME* not_after = X509_get0_notAfter(x);
+        if (X509_cmp_current_time(not_after) < 0) {
+            std::string when = "?";
+            if (BIO* b = BIO_new(BIO_s_mem()); b != nullptr) {
+                ASN1_TIME_print(b, not_after);
+                char* p = nullptr;
+                const long n = BIO_get_mem_data(b, &p);
+                when.assign(p, static_cast<std::size_t>(n));
+                BIO_free(b);
+            }
+            warnings_.push_back(files.origin + ": the certificate " + cert + " expired on " + when);
+        }
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                                 SSL_OP_IGNORE_UNEXPECTED_EOF);
+    // Idle connections hold no OpenSSL buffers; writes report what went out, record by record.
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+                              SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set1_groups_list(ctx, "X25519:prime256v1:secp384r1");
+    // Resumption by stateless tickets only: no per-session memory on the server.
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_timeout(ctx, static_cast<long>(keys_->lifetime().count()));
+    static const unsigned char sid[] = "tarry";
+    SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+    SSL_CTX_set_app_data(ctx, this);
+    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_key);
+    SSL_CTX_set_alpn_select_cb(ctx, select_alpn, nullptr);
+    SSL_CTX_set_tlsext_servername_callback(ctx, select_certificate);
+    SSL_CTX_set_tlsext_servername_arg(ctx, this);
+    SSL_CTX_set_keylog_callback(ctx, stream::on_secret);
+    return ctx;
+}
+
+SSL_CTX* context::for_name(const char* name) const noexcept {
+    try {
+        const std::string n = lower(name);
+        for (const named& e : names_)
+            if (e.name == n) return e.ctx;
+        const auto dot = n.find('.');
+        if (dot != std::string::npos) {
+            const std::string wildcard = "*" + n.substr(dot);
+            for (const named& e : names_)
+                if (e.name == wildcard) return e.ctx;
+        }
+    } catch (...) {
+    }
+    return ctxs_.front();
+}
+
+SSL* context::new_ssl(int fd) const noexcept {
+    SSL* ssl = SSL_new(ctxs_.front());
+    if (ssl == nullptr) return nullptr;
+    if (SSL_set_fd(ssl, fd) != 1) {
+        SSL_free(ssl);
+        return nullptr;
+    }
+    SSL_set_accept_state(ssl);
+    return ssl;
+}
+
+} // namespace tarry::tls

@@ -1,0 +1,624 @@
+#include "stream.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace tarry::tls {
+
+/// The traffic secrets of a handshake in progress, as the key log callback hands them over,
+/// and the records OpenSSL seals under the server's (its session tickets).
+struct stream::capture {
+    std::shared_ptr<const context> ctx;
+    std::uint8_t client[48];
+    std::uint8_t server[48];
+    std::uint8_t client_len = 0;
+    std::uint8_t server_len = 0;
+    bool server_app = false;         ///< the server's application secret is in use for writing
+    std::uint64_t server_sealed = 0; ///< records OpenSSL wrote under it
+};
+
+/// Records in and out, while bytes move. Ciphertext read from the socket sits in `in` from
+/// rec_off to in_len; a record is opened in place, and its plaintext handed out from plain_off.
+/// Sealed records wait in `out` from out_off to out_len, each remembered with the plaintext it
+/// carries, so that send() reports bytes only once their record is on the wire.
+struct stream::buffers {
+    static constexpr std::size_t in_cap = record_header_bytes + max_ciphertext + 4096;
+    static constexpr std::size_t out_records = 2;
+    static constexpr std::size_t out_cap = out_records * (max_plaintext + record_overhead) + 256;
+    struct bound {
+        std::size_t end;   ///< the record's last byte + 1, in out
+        std::size_t plain; ///< the caller's bytes it carries (0: an alert, a KeyUpdate)
+    };
+    std::size_t in_len = 0;
+    std::size_t rec_off = 0;
+    std::size_t plain_off = 0;
+    std::size_t plain_len = 0;
+    std::size_t out_off = 0;
+    std::size_t out_len = 0;
+    std::size_t ahead = 0; ///< the caller's bytes sealed, not yet reported sent
+    std::size_t bounds_n = 0;
+    bound bounds[out_records + 6];
+    std::uint8_t in[in_cap];
+    std::uint8_t out[out_cap];
+
+    [[nodiscard]] bool idle() const noexcept {
+        return rec_off == in_len && plain_len == 0 && out_off == out_len;
+    }
+};
+
+namespace {
+
+thread_local std::vector<std::unique_ptr<stream::buffers>>* kept = nullptr;
+thread_local std::uint64_t key_updates_seen = 0;
+constexpr std::size_t kept_max = 64;
+
+std::vector<std::unique_ptr<stream::buffers>>& kept_list() {
+    thread_local std::vector<std::unique_ptr<stream::buffers>> list;
+    kept = &list;
+    return list;
+}
+
+enum alert_description : std::uint8_t {
+    close_notify_alert = 0,
+    unexpected_message = 10,
+    bad_record_mac = 20,
+    record_overflow = 22,
+    decode_error = 50,
+    illegal_parameter = 47,
+    internal_error = 80,
+    user_canceled = 90,
+};
+
+constexpr std::uint8_t key_update_type = 24;
+
+int hex(char c) noexcept {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/// The secret of a key log line ("LABEL CLIENT_RANDOM SECRET", hex) into `out`; its length.
+std::uint8_t parse_secret(std::string_view line, std::uint8_t* out) noexcept {
+    const auto sp = line.rfind(' ');
+    if (sp == std::string_view::npos) return 0;
+    const std::string_view h = line.substr(sp + 1);
+    if (h.size() % 2 != 0 || h.size() > 96) return 0;
+    for (std::size_t i = 0; i < h.size(); i += 2) {
+        const int hi = hex(h[i]);
+        const int lo = hex(h[i + 1]);
+        if (hi < 0 || lo < 0) return 0;
+        out[i / 2] = static_cast<std::uint8_t>(hi << 4 | lo);
+    }
+    return static_cast<std::uint8_t>(h.size() / 2);
+}
+
+std::uint8_t suite_index(const SSL* ssl) noexcept {
+    const char* name = SSL_CIPHER_get_name(SSL_get_current_cipher(ssl));
+    if (name == nullptr) return suite_names.size() - 1;
+    for (std::size_t i = 0; i + 1 < suite_names.size(); ++i)
+        if (suite_names[i] == name) return static_cast<std::uint8_t>(i);
+    return suite_names.size() - 1;
+}
+
+} // namespace
+
+void stream::on_secret(const SSL* ssl, const char* line) noexcept {
+    auto* self = static_cast<stream*>(SSL_get_app_data(ssl));
+    if (self == nullptr || !self->hs_) return;
+    capture& c = *self->hs_;
+    const std::string_view l(line);
+    if (l.starts_with("CLIENT_TRAFFIC_SECRET_0 ")) {
+        c.client_len = parse_secret(l, c.client);
+    } else if (l.starts_with("SERVER_TRAFFIC_SECRET_0 ")) {
+        c.server_len = parse_secret(l, c.server);
+        c.server_app = true; // from here OpenSSL seals under it: count its records
+    }
+}
+
+namespace {
+
+void on_message(int write_p, int, int content_type, const void*, std::size_t, SSL*, void* arg) {
+    // Every record OpenSSL writes is reported by its header; those after the switch to the
+    // application secret (the session tickets) advance the sequence number we take over.
+    if (write_p == 0 || content_type != SSL3_RT_HEADER) return;
+    auto* c = static_cast<std::uint64_t*>(arg);
+    if (c != nullptr) ++*c;
+}
+
+} // namespace
+
+stream::stream() noexcept = default;
+
+bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
+    try {
+        hs_ = std::make_unique<capture>();
+    } catch (...) {
+        return false;
+    }
+    ssl_ = ctx->new_ssl(fd);
+    if (ssl_ == nullptr) return false;
+    hs_->ctx = std::move(ctx);
+    SSL_set_app_data(ssl_, this);
+    return true;
+}
+
+stream::~stream() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
+    if (buf_) release();
+    if (buf_) buf_.reset();
+}
+
+std::uint64_t stream::key_updates() noexcept {
+    return key_updates_seen;
+}
+
+void stream::release_kept() noexcept {
+    kept_list().clear();
+    kept_list().shrink_to_fit();
+}
+
+stream::buffers& stream::buf() {
+    if (!buf_) {
+        auto& list = kept_list();
+        if (!list.empty()) {
+            buf_ = std::move(list.back());
+            list.pop_back();
+            buffers& b = *buf_;
+            b.in_len = b.rec_off = b.plain_off = b.plain_len = 0;
+            b.out_off = b.out_len = b.ahead = b.bounds_n = 0;
+        } else {
+            buf_.reset(new buffers); // the arrays uninitialized: only the counters are
+        }
+    }
+    return *buf_;
+}
+
+void stream::release() noexcept {
+    if (!buf_ || !buf_->idle()) return;
+    try {
+        auto& list = kept_list();
+        if (list.size() < kept_max) {
+            list.push_back(std::move(buf_));
+            return;
+        }
+    } catch (...) {
+    }
+    buf_.reset();
+}
+
+bool stream::plaintext_waiting() const noexcept {
+    if (ssl_ != nullptr) return SSL_pending(ssl_) > 0;
+    return buf_ && buf_->plain_len != 0;
+}
+
+// --- The handshake ---------------------------------------------------------------------------
+
+step stream::handshake(int fd) noexcept {
+    if (ssl_ == nullptr || !hs_) return step::failed;
+    if (!started_) {
+        // A TLS client's first byte is a handshake record's type (22). Anything else is not
+        // TLS; letters are someone's HTTP request, which nginx answers with 400 too.
+        unsigned char first = 0;
+        const ssize_t n = ::recv(fd, &first, 1, MSG_PEEK);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return step::want_read;
+        if (n <= 0) {
+            failure_ = handshake_failure::client_closed;
+            return step::failed;
+        }
+        if (first != handshake_record) {
+            failure_ = handshake_failure::not_tls;
+            return (first >= 'A' && first <= 'Z') ? step::plain_http : step::failed;
+        }
+        started_ = true;
+        SSL_set_msg_callback(ssl_, on_message);
+        SSL_set_msg_callback_arg(ssl_, nullptr);
+    }
+    ERR_clear_error();
+    // Count OpenSSL's records only once it writes under the application secret.
+    SSL_set_msg_callback_arg(ssl_, hs_->server_app ? &hs_->server_sealed : nullptr);
+    const int r = SSL_do_handshake(ssl_);
+    if (r == 1) {
+        resumed_ = SSL_session_reused(ssl_) == 1;
+        suite_ = suite_index(ssl_);
+        SSL_set_msg_callback(ssl_, nullptr);
+        if (!adopt_records()) hs_->ctx.reset(); // TLS 1.2: the context's callbacks are done
+        return step::done;
+    }
+    // The secret may have arrived in this call: records written after it were not counted.
+    // OpenSSL writes the tickets only once the client's Finished is in, in a later call.
+    switch (SSL_get_error(ssl_, r)) {
+    case SSL_ERROR_WANT_READ:
+        return step::want_read;
+    case SSL_ERROR_WANT_WRITE:
+        return step::want_write;
+    case SSL_ERROR_SSL:
+        failure_ = classify_failure();
+        break;
+    default: // SSL_ERROR_SYSCALL, SSL_ERROR_ZERO_RETURN: the client went away
+        failure_ = handshake_failure::client_closed;
+        break;
+    }
+    ERR_clear_error();
+    return step::failed;
+}
+
+bool stream::start_with_secrets(aead a, std::span<const std::uint8_t> client,
+                                std::span<const std::uint8_t> server) noexcept {
+    return ssl_ == nullptr && read_.init(a, client) && write_.init(a, server);
+}
+
+bool stream::adopt_records() noexcept {
+    capture& c = *hs_;
+    if (SSL_version(ssl_) != TLS1_3_VERSION) return false;
+    const auto a = aead_of_suite(
+        static_cast<std::uint16_t>(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(ssl_))));
+    if (!a || c.client_len == 0 || c.server_len == 0) return false;
+    // OpenSSL reads record by record (no read-ahead): it has read nothing past the client's
+    // Finished, so the client's first application record is number 0.
+    if (!read_.init(*a, {c.client, c.client_len}, 0) ||
+        !write_.init(*a, {c.server, c.server_len}, c.server_sealed))
+        return false;
+    // Nothing is sent: SSL_free would otherwise take the session for one not shut down cleanly.
+    SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+    OPENSSL_cleanse(c.client, sizeof c.client);
+    OPENSSL_cleanse(c.server, sizeof c.server);
+    hs_.reset();
+    return true;
+}
+
+// --- Records in --------------------------------------------------------------------------------
+
+ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
+    if (ssl_ != nullptr) return ssl_recv(out, n);
+    if (broken_) {
+        errno = EPROTO;
+        return -1;
+    }
+    buffers* bp = nullptr;
+    try {
+        bp = &buf();
+    } catch (...) {
+        errno = ENOMEM;
+        return -1;
+    }
+    buffers& b = *bp;
+    std::size_t got = 0;
+    bool drained = false; // the socket said it is empty (a short read, or EAGAIN)
+    for (;;) {
+        if (b.plain_len != 0) {
+            const std::size_t k = std::min(n - got, b.plain_len);
+            std::memcpy(out + got, b.in + b.plain_off, k);
+            b.plain_off += k;
+            b.plain_len -= k;
+            got += k;
+            if (got == n) return static_cast<ssize_t>(got);
+        }
+        const std::size_t have = b.in_len - b.rec_off;
+        if (have >= record_header_bytes && !peer_closed_) {
+            std::uint8_t* rec = b.in + b.rec_off;
+            const std::size_t len = std::size_t{rec[3]} << 8 | rec[4];
+            if (rec[0] != application_data) {
+                // change_cipher_spec, or anything unprotected, after the handshake
+                fail_with(unexpected_message);
+                break;
+            }
+            if (len > max_ciphertext) {
+                fail_with(record_overflow);
+                break;
+            }
+            if (have >= record_header_bytes + len) {
+                const auto opened = read_.open(rec, record_header_bytes + len);
+                if (!opened) {
+                    fail_with(bad_record_mac);
+                    break;
+                }
+                b.rec_off += record_header_bytes + len;
+                if (opened->length > max_plaintext) {
+                    fail_with(record_overflow);
+                    break;
+                }
+                std::uint8_t* body = rec + record_header_bytes;
+                if (opened->type == application_data) {
+                    b.plain_off = static_cast<std::size_t>(body - b.in);
+                    b.plain_len = opened->length;
+                    continue;
+                }
+                const int taken = take_record(opened->type, body, opened->length);
+                if (taken < 0) {
+                    broken_ = true;
+                    errno = ECONNRESET; // the client's fatal alert: it gave up on us
+                    return -1;
+                }
+                if (taken == 0) break;
+                if (b.out_off != b.out_len) {
+                    std::size_t ignored = 0;
+                    flush(fd, ignored); // our KeyUpdate in answer, if the socket takes it now
+                }
+                continue;
+            }
+        }
+        if (peer_closed_) return static_cast<ssize_t>(got);
+        if (drained) {
+            if (got != 0) return static_cast<ssize_t>(got);
+            errno = EAGAIN;
+            return -1;
+        }
+        // More ciphertext is needed: make room behind the partial record (no plaintext waits
+        // here: it was all handed out above).
+        if (b.rec_off != 0) {
+            std::memmove(b.in, b.in + b.rec_off, b.in_len - b.rec_off);
+            b.in_len -= b.rec_off;
+            b.rec_off = 0;
+        }
+        const std::size_t space = buffers::in_cap - b.in_len;
+        const ssize_t r = ::recv(fd, b.in + b.in_len, space, 0);
+        if (r > 0) {
+            b.in_len += static_cast<std::size_t>(r);
+            drained = static_cast<std::size_t>(r) < space;
+            continue;
+        }
+        if (r == 0) {
+            peer_closed_ = true; // the TCP end without close_notify: an end all the same
+            continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            drained = true;
+            continue;
+        }
+        return got != 0 ? static_cast<ssize_t>(got) : -1;
+    }
+    // A protocol error: the alert is queued; send it if the socket takes it.
+    std::size_t ignored = 0;
+    flush(fd, ignored);
+    broken_ = true;
+    errno = EPROTO;
+    return -1;
+}
+
+int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
+    if (type == alert) {
+        if (len != 2) {
+            fail_with(decode_error);
+            return 0;
+        }
+        if (body[1] == close_notify_alert) {
+            peer_closed_ = true;
+            return 1;
+        }
+        if (body[1] == user_canceled) return 1; // a close_notify follows
+        return -1;                              // every other alert is fatal in TLS 1.3
+    }
+    if (type != handshake_record) {
+        fail_with(unexpected_message);
+        return 0;
+    }
+    // Handshake messages after the handshake: only KeyUpdate is ours to take (a server never
+    // asks for the others). A KeyUpdate ends its record: the next one uses the new key.
+    for (std::size_t i = 0; i < len;) {
+        if (len - i < 4) {
+            fail_with(unexpected_message); // a message split over records: not for KeyUpdate
+            return 0;
+        }
+        const std::uint8_t msg = body[i];
+        const std::size_t msg_len =
+            std::size_t{body[i + 1]} << 16 | std::size_t{body[i + 2]} << 8 | body[i + 3];
+        if (msg != key_update_type) {
+            fail_with(unexpected_message);
+            return 0;
+        }
+        if (msg_len != 1 || i + 4 + msg_len != len) {
+            fail_with(i + 4 + msg_len > len ? decode_error : unexpected_message);
+            return 0;
+        }
+        const std::uint8_t requested = body[i + 4];
+        if (requested > 1) {
+            fail_with(illegal_parameter);
+            return 0;
+        }
+        if (!read_.update()) {
+            fail_with(internal_error);
+            return 0;
+        }
+        ++key_updates_seen;
+        if (requested == 1) {
+            // Ours goes out before any more application data, sealed under the old key.
+            const std::uint8_t ku[] = {key_update_type, 0, 0, 1, 0};
+            if (!queue(handshake_record, ku, sizeof ku) || !write_.update()) {
+                fail_with(internal_error);
+                return 0;
+            }
+            ++key_updates_seen;
+        }
+        i += 4 + msg_len;
+    }
+    return 1;
+}
+
+// --- Records out -------------------------------------------------------------------------------
+
+bool stream::queue(std::uint8_t type, const std::uint8_t* body, std::size_t len) noexcept {
+    buffers* bp = nullptr;
+    try {
+        bp = &buf();
+    } catch (...) {
+        return false;
+    }
+    buffers& b = *bp;
+    if (b.bounds_n == std::size(b.bounds) || buffers::out_cap - b.out_len < len + record_overhead)
+        return false;
+    const std::size_t sealed = write_.seal(type, body, len, b.out + b.out_len);
+    if (sealed == 0) return false;
+    b.out_len += sealed;
+    b.bounds[b.bounds_n++] = {b.out_len, 0};
+    return true;
+}
+
+void stream::fail_with(std::uint8_t description) noexcept {
+    const std::uint8_t a[] = {2, description}; // fatal
+    queue(alert, a, sizeof a);
+}
+
+bool stream::flush(int fd, std::size_t& reported) noexcept {
+    buffers& b = *buf_;
+    while (b.out_off != b.out_len) {
+        const ssize_t r = ::send(fd, b.out + b.out_off, b.out_len - b.out_off, MSG_NOSIGNAL);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        b.out_off += static_cast<std::size_t>(r);
+        std::size_t done = 0;
+        while (done != b.bounds_n && b.bounds[done].end <= b.out_off) {
+            reported += b.bounds[done].plain;
+            b.ahead -= b.bounds[done].plain;
+            ++done;
+        }
+        if (done != 0) {
+            std::memmove(b.bounds, b.bounds + done, (b.bounds_n - done) * sizeof b.bounds[0]);
+            b.bounds_n -= done;
+        }
+        if (b.out_off != b.out_len) {
+            errno = EAGAIN; // a short write: the socket is full
+            return false;
+        }
+    }
+    b.out_off = b.out_len = 0;
+    return true;
+}
+
+ssize_t stream::send(int fd, const char* data, std::size_t n) noexcept {
+    if (ssl_ != nullptr) return ssl_send(data, n);
+    if (broken_) {
+        errno = EPIPE;
+        return -1;
+    }
+    buffers* bp = nullptr;
+    try {
+        bp = &buf();
+    } catch (...) {
+        errno = ENOMEM;
+        return -1;
+    }
+    buffers& b = *bp;
+    const auto* p = reinterpret_cast<const std::uint8_t*>(data);
+    std::size_t reported = 0;
+    for (;;) {
+        // Seal what fits behind what waits; b.ahead of the caller's bytes (from `reported`) are
+        // sealed already.
+        while (reported + b.ahead < n && b.bounds_n + 2 < std::size(b.bounds)) {
+            if (write_.worn()) {
+                const std::uint8_t ku[] = {key_update_type, 0, 0, 1, 0};
+                if (!queue(handshake_record, ku, sizeof ku) || !write_.update()) {
+                    errno = EPROTO;
+                    return -1;
+                }
+                ++key_updates_seen;
+            }
+            const std::size_t chunk = std::min(n - reported - b.ahead, max_plaintext);
+            if (buffers::out_cap - b.out_len < chunk + record_overhead) break;
+            const std::size_t sealed =
+                write_.seal(application_data, p + reported + b.ahead, chunk, b.out + b.out_len);
+            if (sealed == 0) {
+                errno = EPROTO;
+                return -1;
+            }
+            b.out_len += sealed;
+            b.bounds[b.bounds_n++] = {b.out_len, chunk};
+            b.ahead += chunk;
+        }
+        if (!flush(fd, reported)) {
+            if (reported != 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return static_cast<ssize_t>(reported);
+            return -1;
+        }
+        if (reported == n) return static_cast<ssize_t>(n);
+    }
+}
+
+void stream::close_notify(int fd) noexcept {
+    if (broken_) return;
+    if (ssl_ != nullptr) {
+        if (SSL_is_init_finished(ssl_) == 1) {
+            ERR_clear_error();
+            SSL_shutdown(ssl_);
+            ERR_clear_error();
+        }
+        return;
+    }
+    const std::uint8_t a[] = {1, close_notify_alert};
+    if (!queue(alert, a, sizeof a)) return;
+    std::size_t ignored = 0;
+    flush(fd, ignored);
+    broken_ = true; // nothing is sent after it
+}
+
+// --- TLS 1.2: OpenSSL's records ----------------------------------------------------------------
+
+ssize_t stream::ssl_recv(char* out, std::size_t n) noexcept {
+    std::size_t got = 0;
+    ERR_clear_error();
+    while (got < n) {
+        const int r =
+            SSL_read(ssl_, out + got, static_cast<int>(std::min<std::size_t>(n - got, 1U << 30)));
+        if (r > 0) {
+            got += static_cast<std::size_t>(r);
+            continue;
+        }
+        const int e = SSL_get_error(ssl_, r);
+        ERR_clear_error();
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+            if (got != 0) break;
+            errno = EAGAIN;
+            return -1;
+        }
+        if (e == SSL_ERROR_ZERO_RETURN) break; // close_notify
+        if (e == SSL_ERROR_SYSCALL) {
+            if (got != 0) break;
+            if (errno == 0) return 0; // the TCP end
+            return -1;
+        }
+        if (got != 0) break;
+        errno = EPROTO;
+        return -1;
+    }
+    return static_cast<ssize_t>(got);
+}
+
+ssize_t stream::ssl_send(const char* data, std::size_t n) noexcept {
+    std::size_t sent = 0;
+    ERR_clear_error();
+    while (sent < n) {
+        const int r = SSL_write(ssl_, data + sent,
+                                static_cast<int>(std::min<std::size_t>(n - sent, 1U << 30)));
+        if (r > 0) {
+            sent += static_cast<std::size_t>(r);
+            continue;
+        }
+        const int e = SSL_get_error(ssl_, r);
+        ERR_clear_error();
+        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+            if (sent != 0) break;
+            errno = EAGAIN;
+            return -1;
+        }
+        if (sent != 0) break;
+        if (e != SSL_ERROR_SYSCALL || errno == 0) errno = EPIPE;
+        return -1;
+    }
+    return static_cast<ssize_t>(sent);
+}
+
+} // namespace tarry::tls

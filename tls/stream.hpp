@@ -1,0 +1,126 @@
+#pragma once
+
+#include "context.hpp"
+#include "handshake_failure.hpp"
+#include "record_protection.hpp"
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+typedef struct ssl_st SSL;
+
+namespace tarry::tls {
+
+/// What a step of the handshake needs next.
+enum class step : std::uint8_t { done, want_read, want_write, failed, plain_http };
+
+/// The cipher suites a connection can be counted under (metrics): TLS 1.3's three, the
+/// intermediate profile's six TLS 1.2 ones, and anything else.
+inline constexpr std::array<std::string_view, 10> suite_names{
+    "TLS_AES_128_GCM_SHA256",       "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "ECDHE-RSA-AES128-GCM-SHA256",  "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "ECDHE-RSA-AES256-GCM-SHA384",  "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "ECDHE-RSA-CHACHA20-POLY1305",  "other"};
+
+/// One client's TLS, driven on its non-blocking socket by the connection's own readiness
+/// edges, with the socket calls' contract: recv() and send() return bytes, 0 at the end, or -1
+/// with errno (EAGAIN: wait for the next edge).
+///
+/// The handshake is OpenSSL's. After a TLS 1.3 one, the traffic secrets are taken (through
+/// the key log callback, as they are derived) with the number of records OpenSSL sealed under
+/// them (its session tickets), and the SSL object is freed: the records are then sealed and
+/// opened here (record_protection), so an idle connection keeps two secrets, two keys and two
+/// sequence numbers, not OpenSSL's kilobytes. Everything TLS 1.3 allows after the handshake is
+/// handled: KeyUpdate both ways, alerts, close_notify, records up to the size limit; the rest
+/// (post-handshake messages a server never asks for, change_cipher_spec) is answered with
+/// unexpected_message and a close. A TLS 1.2 connection keeps its OpenSSL object, buffers
+/// released while idle (SSL_MODE_RELEASE_BUFFERS).
+///
+/// Buffers for records in and out are taken from a per-thread free list while bytes move and
+/// given back by release() when nothing is pending.
+class stream {
+public:
+    stream() noexcept;
+    stream(const stream&) = delete;
+    stream& operator=(const stream&) = delete;
+    ~stream();
+
+    /// Starts a server handshake on `fd` with `ctx`'s certificates (kept for its callbacks
+    /// until the handshake is over); false when OpenSSL is out of memory.
+    bool start(std::shared_ptr<const context> ctx, int fd) noexcept;
+    /// Skips the handshake: records protected with these traffic secrets from the start, as
+    /// after a TLS 1.3 handshake (`client` protects what is read). For tests and fuzzing.
+    bool start_with_secrets(aead a, std::span<const std::uint8_t> client,
+                            std::span<const std::uint8_t> server) noexcept;
+    /// One step of the handshake on `fd`: call again on the edge it asks for.
+    step handshake(int fd) noexcept;
+    [[nodiscard]] handshake_failure failure() const noexcept { return failure_; }
+    [[nodiscard]] bool resumed() const noexcept { return resumed_; }
+    /// Index in suite_names of the negotiated suite (after the handshake).
+    [[nodiscard]] std::uint8_t suite() const noexcept { return suite_; }
+    /// Whether the records are tarry's own (TLS 1.3), not an OpenSSL object's.
+    [[nodiscard]] bool own_records() const noexcept { return ssl_ == nullptr; }
+
+    /// Up to `n` bytes of plaintext. Returns short only once the socket said EAGAIN (or the
+    /// peer ended): an edge-triggered caller may wait for the next edge. A protocol error is
+    /// answered with its alert and reported as -1, errno EPROTO; a fatal alert from the peer
+    /// as -1, ECONNRESET.
+    ssize_t recv(int fd, char* buf, std::size_t n) noexcept;
+    /// Sends `n` bytes of plaintext; returns how many are on the wire (short only when the
+    /// socket is full). Records sealed but not yet sent stay here: the next call must start
+    /// with the same bytes, as SSL_write's retry does.
+    ssize_t send(int fd, const char* buf, std::size_t n) noexcept;
+    /// Whether plaintext is waiting here, already read from the socket.
+    [[nodiscard]] bool plaintext_waiting() const noexcept;
+    /// close_notify, sent if the socket takes it now (the end of our output: a half-close).
+    void close_notify(int fd) noexcept;
+    /// Gives the record buffers back when nothing waits in them (the connection is idle).
+    void release() noexcept;
+    /// Frees the buffers this thread keeps for reuse.
+    static void release_kept() noexcept;
+
+    /// KeyUpdates received and sent over this thread's life (metrics).
+    static std::uint64_t key_updates() noexcept;
+
+    /// For SSL_CTX_set_keylog_callback: takes the traffic secrets of a handshake in progress.
+    static void on_secret(const SSL* ssl, const char* line) noexcept;
+
+public:
+    struct buffers;
+
+private:
+    struct capture;
+    bool adopt_records() noexcept;
+    ssize_t ssl_recv(char* buf, std::size_t n) noexcept;
+    ssize_t ssl_send(const char* buf, std::size_t n) noexcept;
+    /// Handles one opened record other than application data: 1 taken, 0 a protocol error
+    /// (its alert queued), -1 a fatal alert from the peer.
+    int take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept;
+    /// Seals a control record (alert, KeyUpdate) into the output, ahead of nothing unsent.
+    bool queue(std::uint8_t type, const std::uint8_t* body, std::size_t len) noexcept;
+    void fail_with(std::uint8_t alert) noexcept;
+    /// Sends what is sealed; the plaintext bytes whose records all went out are added to
+    /// `reported`. Returns false when the socket took less than all of it (errno set).
+    bool flush(int fd, std::size_t& reported) noexcept;
+    buffers& buf();
+
+    SSL* ssl_ = nullptr;
+    std::unique_ptr<capture> hs_; ///< only during the handshake (and with ssl_ after it)
+    std::unique_ptr<buffers> buf_;
+    record_protection read_;
+    record_protection write_;
+    handshake_failure failure_ = handshake_failure::other;
+    std::uint8_t suite_ = suite_names.size() - 1;
+    bool started_ = false;
+    bool resumed_ = false;
+    bool peer_closed_ = false; ///< close_notify (or the TCP end) came in
+    bool broken_ = false;      ///< a fatal alert went out: nothing more is read or sent
+};
+
+} // namespace tarry::tls
