@@ -126,6 +126,7 @@ std::string_view connection::date() noexcept {
 void connection::release_kept() noexcept {
     io_states::release();
     http::session::release_kept();
+    tls::stream::release_kept();
 }
 
 void connection::responded(const http::request_head* request, http::route_stats* route,

@@ -501,7 +501,7 @@ bool stream::flush(int fd, std::size_t& reported) noexcept {
 
 ssize_t stream::send(int fd, const char* data, std::size_t n) noexcept {
     if (ssl_ != nullptr) return ssl_send(data, n);
-    if (broken_) {
+    if (broken_ || sent_close_) {
         errno = EPIPE;
         return -1;
     }
@@ -549,7 +549,7 @@ ssize_t stream::send(int fd, const char* data, std::size_t n) noexcept {
 }
 
 void stream::close_notify(int fd) noexcept {
-    if (broken_) return;
+    if (broken_ || sent_close_) return;
     if (ssl_ != nullptr) {
         if (SSL_is_init_finished(ssl_) == 1) {
             ERR_clear_error();
@@ -562,7 +562,7 @@ void stream::close_notify(int fd) noexcept {
     if (!queue(alert, a, sizeof a)) return;
     std::size_t ignored = 0;
     flush(fd, ignored);
-    broken_ = true; // nothing is sent after it
+    sent_close_ = true; // nothing is sent after it; the peer may still send (a half-close)
 }
 
 // --- TLS 1.2: OpenSSL's records ----------------------------------------------------------------

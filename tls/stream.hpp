@@ -121,6 +121,7 @@ private:
     bool resumed_ = false;
     bool peer_closed_ = false; ///< close_notify (or the TCP end) came in
     bool broken_ = false;      ///< a fatal alert went out: nothing more is read or sent
+    bool sent_close_ = false;  ///< our close_notify went out: nothing more is sent (we still read)
 };
 
 } // namespace tarry::tls
