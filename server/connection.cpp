@@ -217,9 +217,10 @@ void connection::drive(bool fresh) {
         bool& driving;
         ~done() { driving = false; }
     } const guard{driving_};
+    // A TLS handshake first (it leaves handshaking_ only by finishing, or by closing us).
+    if (handshaking_ && !shake()) [[unlikely]]
+        return;
     while (!closed_) {
-        if (handshaking_ && !shake()) [[unlikely]]
-            return;
         if (woken_) {
             woken_ = false;
             fresh = true;
@@ -310,6 +311,19 @@ void connection::drive(bool fresh) {
     }
 }
 
+// The plain path stays a bare system call inlined in its caller; TLS goes out of line.
+[[gnu::always_inline]] inline ssize_t connection::recv_some(char* p, std::size_t n) noexcept {
+    if (tls_) [[unlikely]]
+        return tls_recv(p, n);
+    return ::recv(fd_, p, n, 0);
+}
+
+[[gnu::always_inline]] inline ssize_t connection::send_some(const char* p, std::size_t n) noexcept {
+    if (tls_) [[unlikely]]
+        return tls_send(p, n);
+    return ::send(fd_, p, n, MSG_NOSIGNAL);
+}
+
 bool connection::read_some() {
     io_state& io = this->io();
     if (io.in.size() < initial_in_bytes) io.in.resize(initial_in_bytes);
@@ -357,16 +371,12 @@ bool connection::read_some() {
     }
 }
 
-ssize_t connection::recv_some(char* p, std::size_t n) noexcept {
-    if (tls_) [[unlikely]]
-        return tls_stream().recv(fd_, p, n);
-    return ::recv(fd_, p, n, 0);
+ssize_t connection::tls_recv(char* p, std::size_t n) noexcept {
+    return tls_stream().recv(fd_, p, n);
 }
 
-ssize_t connection::send_some(const char* p, std::size_t n) noexcept {
-    if (tls_) [[unlikely]]
-        return tls_stream().send(fd_, p, n);
-    return ::send(fd_, p, n, MSG_NOSIGNAL);
+ssize_t connection::tls_send(const char* p, std::size_t n) noexcept {
+    return tls_stream().send(fd_, p, n);
 }
 
 void connection::shutdown_output() noexcept {
@@ -545,10 +555,9 @@ void connection::wait(bool writable) {
     // a header (its deadline is a total from its first byte).
     const bool answered = session_.requests() != answered_;
     answered_ = session_.requests();
-    if (handshaking_) {
-        enter(conn_phase::handshake, false); // a total from accept
-    } else if (writable) {
-        enter(conn_phase::send, true);
+    if (writable) {
+        // (A handshake waiting to write stays in its phase: a total from accept.)
+        enter(handshaking_ ? conn_phase::handshake : conn_phase::send, !handshaking_);
     } else if (phase_ == conn_phase::linger) {
         enter(conn_phase::linger, true);
     } else if (session_.body_paused() ||
@@ -559,6 +568,8 @@ void connection::wait(bool writable) {
         enter(session_.discarding() ? conn_phase::discard : conn_phase::body, true);
     } else if (in_len() != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
         enter(conn_phase::header, answered); // a total from the request's first byte
+    } else if (handshaking_) [[unlikely]] {
+        enter(conn_phase::handshake, false); // a total from accept
     } else if (phase_ == conn_phase::silent && session_.requests() == 0) {
         enter(conn_phase::silent, false); // from accept: empty lines do not move it
     } else {

@@ -141,6 +141,8 @@ private:
     // The socket, or TLS over it: the system calls' contract either way.
     ssize_t recv_some(char* p, std::size_t n) noexcept;
     ssize_t send_some(const char* p, std::size_t n) noexcept;
+    [[gnu::noinline]] ssize_t tls_recv(char* p, std::size_t n) noexcept;
+    [[gnu::noinline]] ssize_t tls_send(const char* p, std::size_t n) noexcept;
     /// The end of our output: close_notify first on TLS.
     void shutdown_output() noexcept;
     /// One step of the TLS handshake; whether the connection goes on to requests now.
