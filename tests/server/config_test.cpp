@@ -1399,5 +1399,81 @@ TEST_F(ConfigFileTest, AccessLogFormatIsOneOfThree) {
                          "got \"xml\""));
 }
 
+// --- TLS ---------------------------------------------------------------------------------------
+
+TEST_F(ConfigFileTest, TlsListenAddsTlsAddressesBesideThePlainOnes) {
+    const config c = load("listen = [\"127.0.0.1:8080\"]\n"
+                          "tls_listen = [\"127.0.0.1:8443\", \"[::1]:8443\"]\n"
+                          "tls_certificate = \"/etc/tarry/cert.pem\"\n"
+                          "tls_certificate_key = \"/etc/tarry/key.pem\"\n"
+                          "handshake_timeout = \"3s\"\n");
+    ASSERT_EQ(c.listen.size(), 3U);
+    EXPECT_FALSE(c.listen[0].tls);
+    EXPECT_TRUE(c.listen[1].tls);
+    EXPECT_TRUE(c.listen[2].tls);
+    EXPECT_EQ(c.listen[2].host, "::1");
+    EXPECT_EQ(c.handshake_timeout, 3s);
+    EXPECT_EQ(c.tls_certificate, fs::path("/etc/tarry/cert.pem"));
+}
+
+TEST_F(ConfigFileTest, TlsTablesGiveCertificatesByName) {
+    const config c = load("tls_listen = \":8443\"\n"
+                          "[[tls]]\n"
+                          "server_names = [\"a.example\", \"*.b.example\"]\n"
+                          "certificate = \"a.pem\"\n"
+                          "certificate_key = \"a.key\"\n"
+                          "[[tls]]\n"
+                          "server_names = \"c.example\"\n"
+                          "certificate = \"c.pem\"\n"
+                          "certificate_key = \"c.key\"\n");
+    ASSERT_EQ(c.tls.size(), 2U);
+    EXPECT_EQ(c.tls[0].server_names, (std::vector<std::string>{"a.example", "*.b.example"}));
+    EXPECT_EQ(c.tls[1].server_names, (std::vector<std::string>{"c.example"}));
+    EXPECT_EQ(c.tls[1].certificate_key, fs::path("c.key"));
+    EXPECT_FALSE(c.tls_certificate); // the first table's certificate is the default
+}
+
+TEST_F(ConfigFileTest, TlsMistakesNameTheKey) {
+    EXPECT_TRUE(contains(load_error("tls_listen = \":8443\"\n", 1),
+                         "tls_listen: needs tls_certificate and tls_certificate_key"));
+    EXPECT_TRUE(contains(load_error("tls_certificate = \"a.pem\"\n", 1),
+                         "tls_certificate_key: required with tls_certificate"));
+    EXPECT_TRUE(contains(load_error("listen = \":8443\"\ntls_listen = \"0.0.0.0:8443\"\n"
+                                    "tls_certificate = \"a\"\ntls_certificate_key = \"b\"\n",
+                                    2),
+                         "0.0.0.0:8443 is also a listen address; a socket is plain or TLS"));
+    EXPECT_TRUE(contains(load_error("tls_listen = \":8443 proxy_protocol\"\n", 1),
+                         "proxy_protocol is not supported with TLS"));
+    EXPECT_TRUE(
+        contains(load_error("tls_listen = \"unix:/run/t.sock\"\n", 1), "TLS is for TCP addresses"));
+    EXPECT_TRUE(contains(load_error("tls_listen = \":8443\"\n[[tls]]\nserver_names = \"a\"\n"
+                                    "certificate = \"a.pem\"\n",
+                                    2),
+                         "tls[1].certificate_key: required"));
+    EXPECT_TRUE(contains(load_error("[[tls]]\nserver_names = [\"a b\"]\ncertificate = \"a\"\n"
+                                    "certificate_key = \"b\"\n",
+                                    2),
+                         "tls[1].server_names: expected a server name"));
+    EXPECT_TRUE(contains(load_error("[[tls]]\nserver_name = \"a\"\n", 2),
+                         "did you mean \"server_names\"?"));
+    EXPECT_TRUE(contains(load_error("listen = []\n", 1),
+                         "listen: needs at least one address (in listen or tls_listen)"));
+}
+
+TEST(CommandLine, TlsFlagsSetTheTlsKeys) {
+    const command_line cl = parse(args{
+        "--tls-listen", "127.0.0.1:8443", "--tls-listen", "127.0.0.1:9443", "--tls-certificate",
+        "c.pem", "--tls-certificate-key", "k.pem", "--handshake-timeout", "2s"});
+    ASSERT_EQ(cl.cfg.listen.size(), 3U); // the default plain address stays
+    EXPECT_FALSE(cl.cfg.listen[0].tls);
+    EXPECT_TRUE(cl.cfg.listen[1].tls);
+    EXPECT_EQ(cl.cfg.listen[2].port, 9443);
+    EXPECT_EQ(cl.cfg.handshake_timeout, 2s);
+    EXPECT_TRUE(contains(error_of([] {
+                             parse(args{"--tls-listen", "127.0.0.1:8443"});
+                         }),
+                         "tls_listen: needs tls_certificate"));
+}
+
 } // namespace
 } // namespace tarry::server::test
