@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tarry::tls {
@@ -36,6 +37,7 @@ struct stream::buffers {
     struct bound {
         std::size_t end;   ///< the record's last byte + 1, in out
         std::size_t plain; ///< the caller's bytes it carries (0: an alert, a KeyUpdate)
+        bool key_update;   ///< our KeyUpdate
     };
     std::size_t in_len = 0;
     std::size_t rec_off = 0;
@@ -43,14 +45,16 @@ struct stream::buffers {
     std::size_t plain_len = 0;
     std::size_t out_off = 0;
     std::size_t out_len = 0;
-    std::size_t ahead = 0; ///< the caller's bytes sealed, not yet reported sent
+    std::size_t ahead = 0; ///< the caller's bytes sealed, not yet on the wire
+    std::size_t sent = 0;  ///< the caller's bytes on the wire, not yet reported (a flush by recv)
     std::size_t bounds_n = 0;
-    bound bounds[out_records + 6];
+    bool key_update_waiting = false; ///< a KeyUpdate of ours is sealed, not yet on the wire
+    bound bounds[out_records + 14];
     std::uint8_t in[in_cap];
     std::uint8_t out[out_cap];
 
     [[nodiscard]] bool idle() const noexcept {
-        return rec_off == in_len && plain_len == 0 && out_off == out_len;
+        return rec_off == in_len && plain_len == 0 && out_off == out_len && sent == 0;
     }
 };
 
@@ -174,7 +178,8 @@ stream::buffers& stream::buf() {
             list.pop_back();
             buffers& b = *buf_;
             b.in_len = b.rec_off = b.plain_off = b.plain_len = 0;
-            b.out_off = b.out_len = b.ahead = b.bounds_n = 0;
+            b.out_off = b.out_len = b.ahead = b.sent = b.bounds_n = 0;
+            b.key_update_waiting = false;
         } else {
             buf_.reset(new buffers); // the arrays uninitialized: only the counters are
         }
@@ -283,7 +288,7 @@ bool stream::adopt_records() noexcept {
 ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
     if (ssl_ != nullptr) return ssl_recv(out, n);
     if (broken_) {
-        errno = EPROTO;
+        errno = fail_errno_ != 0 ? fail_errno_ : EPROTO;
         return -1;
     }
     buffers* bp = nullptr;
@@ -336,16 +341,10 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
                     continue;
                 }
                 const int taken = take_record(opened->type, body, opened->length);
-                if (taken < 0) {
-                    broken_ = true;
-                    errno = ECONNRESET; // the client's fatal alert: it gave up on us
-                    return -1;
-                }
+                if (taken < 0) return fail_recv(ECONNRESET, got); // the client's fatal alert
                 if (taken == 0) break;
-                if (b.out_off != b.out_len) {
-                    std::size_t ignored = 0;
-                    flush(fd, ignored); // our KeyUpdate in answer, if the socket takes it now
-                }
+                if (b.out_off != b.out_len)
+                    flush(fd); // our KeyUpdate in answer, if the socket takes it now
                 continue;
             }
         }
@@ -381,14 +380,24 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
         return got != 0 ? static_cast<ssize_t>(got) : -1;
     }
     // A protocol error: the alert is queued; send it if the socket takes it.
-    std::size_t ignored = 0;
-    flush(fd, ignored);
+    flush(fd);
+    return fail_recv(EPROTO, got);
+}
+
+ssize_t stream::fail_recv(int err, std::size_t got) noexcept {
+    // What came before the error is delivered first, as recv(2) does; the error comes next.
     broken_ = true;
-    errno = EPROTO;
+    fail_errno_ = err;
+    if (got != 0) return static_cast<ssize_t>(got);
+    errno = err;
     return -1;
 }
 
 int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
+    if (len == 0 && type != application_data) {
+        fail_with(unexpected_message); // RFC 8446, 5.4: only data records may be empty
+        return 0;
+    }
     if (type == alert) {
         if (len != 2) {
             fail_with(decode_error);
@@ -419,8 +428,12 @@ int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) 
             fail_with(unexpected_message);
             return 0;
         }
-        if (msg_len != 1 || i + 4 + msg_len != len) {
-            fail_with(i + 4 + msg_len > len ? decode_error : unexpected_message);
+        if (msg_len != 1 || i + 4 + msg_len > len) {
+            fail_with(decode_error);
+            return 0;
+        }
+        if (i + 4 + msg_len != len) {
+            fail_with(unexpected_message); // a key change ends its record
             return 0;
         }
         const std::uint8_t requested = body[i + 4];
@@ -433,14 +446,13 @@ int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) 
             return 0;
         }
         ++key_updates_seen;
-        if (requested == 1) {
-            // Ours goes out before any more application data, sealed under the old key.
-            const std::uint8_t ku[] = {key_update_type, 0, 0, 1, 0};
-            if (!queue(handshake_record, ku, sizeof ku) || !write_.update()) {
+        // Ours goes out before any more application data, sealed under the old key; several
+        // requests while one of ours still waits are answered by that one (RFC 8446, 4.6.3).
+        if (requested == 1 && !(buf_ && buf_->key_update_waiting)) {
+            if (!queue_key_update()) {
                 fail_with(internal_error);
                 return 0;
             }
-            ++key_updates_seen;
         }
         i += 4 + msg_len;
     }
@@ -449,7 +461,15 @@ int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) 
 
 // --- Records out -------------------------------------------------------------------------------
 
-bool stream::queue(std::uint8_t type, const std::uint8_t* body, std::size_t len) noexcept {
+bool stream::queue_key_update() noexcept {
+    const std::uint8_t ku[] = {key_update_type, 0, 0, 1, 0}; // update_not_requested
+    if (!queue(handshake_record, ku, sizeof ku, true) || !write_.update()) return false;
+    ++key_updates_seen;
+    return true;
+}
+
+bool stream::queue(std::uint8_t type, const std::uint8_t* body, std::size_t len,
+                   bool key_update) noexcept {
     buffers* bp = nullptr;
     try {
         bp = &buf();
@@ -462,7 +482,8 @@ bool stream::queue(std::uint8_t type, const std::uint8_t* body, std::size_t len)
     const std::size_t sealed = write_.seal(type, body, len, b.out + b.out_len);
     if (sealed == 0) return false;
     b.out_len += sealed;
-    b.bounds[b.bounds_n++] = {b.out_len, 0};
+    b.bounds[b.bounds_n++] = {b.out_len, 0, key_update};
+    if (key_update) b.key_update_waiting = true;
     return true;
 }
 
@@ -471,7 +492,7 @@ void stream::fail_with(std::uint8_t description) noexcept {
     queue(alert, a, sizeof a);
 }
 
-bool stream::flush(int fd, std::size_t& reported) noexcept {
+bool stream::flush(int fd) noexcept {
     buffers& b = *buf_;
     while (b.out_off != b.out_len) {
         const ssize_t r = ::send(fd, b.out + b.out_off, b.out_len - b.out_off, MSG_NOSIGNAL);
@@ -482,8 +503,9 @@ bool stream::flush(int fd, std::size_t& reported) noexcept {
         b.out_off += static_cast<std::size_t>(r);
         std::size_t done = 0;
         while (done != b.bounds_n && b.bounds[done].end <= b.out_off) {
-            reported += b.bounds[done].plain;
+            b.sent += b.bounds[done].plain;
             b.ahead -= b.bounds[done].plain;
+            if (b.bounds[done].key_update) b.key_update_waiting = false;
             ++done;
         }
         if (done != 0) {
@@ -514,37 +536,40 @@ ssize_t stream::send(int fd, const char* data, std::size_t n) noexcept {
     }
     buffers& b = *bp;
     const auto* p = reinterpret_cast<const std::uint8_t*>(data);
-    std::size_t reported = 0;
+    // The caller's first b.sent bytes are on the wire already (a flush by recv), the next
+    // b.ahead sealed and waiting: a retry starts with the same bytes, never fewer.
+    if (b.sent + b.ahead > n) {
+        errno = EINVAL;
+        return -1;
+    }
+    const auto take_sent = [&b] {
+        const std::size_t r = std::exchange(b.sent, 0);
+        return static_cast<ssize_t>(r);
+    };
     for (;;) {
-        // Seal what fits behind what waits; b.ahead of the caller's bytes (from `reported`) are
-        // sealed already.
-        while (reported + b.ahead < n && b.bounds_n + 2 < std::size(b.bounds)) {
-            if (write_.worn()) {
-                const std::uint8_t ku[] = {key_update_type, 0, 0, 1, 0};
-                if (!queue(handshake_record, ku, sizeof ku) || !write_.update()) {
-                    errno = EPROTO;
-                    return -1;
-                }
-                ++key_updates_seen;
+        // Seal what fits behind what waits, leaving room for control records.
+        while (b.sent + b.ahead < n && b.bounds_n + 4 < std::size(b.bounds)) {
+            if (write_.worn() && !queue_key_update()) {
+                errno = EPROTO;
+                return -1;
             }
-            const std::size_t chunk = std::min(n - reported - b.ahead, max_plaintext);
+            const std::size_t chunk = std::min(n - b.sent - b.ahead, max_plaintext);
             if (buffers::out_cap - b.out_len < chunk + record_overhead) break;
             const std::size_t sealed =
-                write_.seal(application_data, p + reported + b.ahead, chunk, b.out + b.out_len);
+                write_.seal(application_data, p + b.sent + b.ahead, chunk, b.out + b.out_len);
             if (sealed == 0) {
                 errno = EPROTO;
                 return -1;
             }
             b.out_len += sealed;
-            b.bounds[b.bounds_n++] = {b.out_len, chunk};
+            b.bounds[b.bounds_n++] = {b.out_len, chunk, false};
             b.ahead += chunk;
         }
-        if (!flush(fd, reported)) {
-            if (reported != 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                return static_cast<ssize_t>(reported);
+        if (!flush(fd)) {
+            if (b.sent != 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return take_sent();
             return -1;
         }
-        if (reported == n) return static_cast<ssize_t>(n);
+        if (b.sent == n) return take_sent();
     }
 }
 
@@ -560,8 +585,7 @@ void stream::close_notify(int fd) noexcept {
     }
     const std::uint8_t a[] = {1, close_notify_alert};
     if (!queue(alert, a, sizeof a)) return;
-    std::size_t ignored = 0;
-    flush(fd, ignored);
+    flush(fd);
     sent_close_ = true; // nothing is sent after it; the peer may still send (a half-close)
 }
 

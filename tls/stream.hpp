@@ -103,14 +103,20 @@ private:
     /// (its alert queued), -1 a fatal alert from the peer.
     int take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept;
     /// Seals a control record (alert, KeyUpdate) into the output, ahead of nothing unsent.
-    bool queue(std::uint8_t type, const std::uint8_t* body, std::size_t len) noexcept;
+    bool queue(std::uint8_t type, const std::uint8_t* body, std::size_t len,
+               bool key_update = false) noexcept;
+    /// Our KeyUpdate (update_not_requested) queued, then our write key updated.
+    bool queue_key_update() noexcept;
+    /// Ends reading on an error: `got` bytes read before it are returned first.
+    ssize_t fail_recv(int err, std::size_t got) noexcept;
     void fail_with(std::uint8_t alert) noexcept;
-    /// Sends what is sealed; the plaintext bytes whose records all went out are added to
-    /// `reported`. Returns false when the socket took less than all of it (errno set).
-    bool flush(int fd, std::size_t& reported) noexcept;
+    /// Sends what is sealed; the caller's bytes whose records all went out are counted in the
+    /// buffers' `sent`, for send() to report. False when the socket took less (errno set).
+    bool flush(int fd) noexcept;
     buffers& buf();
 
     SSL* ssl_ = nullptr;
+    int fail_errno_ = 0;          ///< what recv reports once broken_ (EPROTO, ECONNRESET)
     std::unique_ptr<capture> hs_; ///< only during the handshake (and with ssl_ after it)
     std::unique_ptr<buffers> buf_;
     record_protection read_;
