@@ -60,7 +60,11 @@ int ticket_key(SSL* ssl, unsigned char name[16], unsigned char iv[16], EVP_CIPHE
                EVP_MAC_CTX* mac, int enc) {
     const auto* self = static_cast<const context*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
     try {
-        return self->keys().crypt(name, iv, cipher, mac, enc, ticket_keys::clock::now());
+        const int r = self->keys().crypt(name, iv, cipher, mac, enc, ticket_keys::clock::now());
+        // A TLS 1.3 client uses a ticket once (RFC 8446, C.4): a resumption asks for new ones,
+        // as nginx's callback does ("renew if TLSv1.3").
+        if (enc == 0 && r == 1 && SSL_version(ssl) == TLS1_3_VERSION) return 2;
+        return r;
     } catch (...) {
         return -1;
     }

@@ -128,17 +128,16 @@ void stream::on_secret(const SSL* ssl, const char* line) noexcept {
     }
 }
 
-namespace {
-
-void on_message(int write_p, int, int content_type, const void*, std::size_t, SSL*, void* arg) {
+void stream::on_record(int write_p, int, int content_type, const void*, std::size_t, SSL*,
+                       void* arg) noexcept {
     // Every record OpenSSL writes is reported by its header; those after the switch to the
-    // application secret (the session tickets) advance the sequence number we take over.
+    // application secret (the session tickets) advance the sequence number we take over. The
+    // switch is checked here, record by record: the client's Finished may already be in the
+    // socket when the server's flight goes out, and then the tickets follow in the same call.
     if (write_p == 0 || content_type != SSL3_RT_HEADER) return;
-    auto* c = static_cast<std::uint64_t*>(arg);
-    if (c != nullptr) ++*c;
+    auto* c = static_cast<capture*>(arg);
+    if (c != nullptr && c->server_app) ++c->server_sealed;
 }
-
-} // namespace
 
 stream::stream() noexcept = default;
 
@@ -225,12 +224,10 @@ step stream::handshake(int fd) noexcept {
             return (first >= 'A' && first <= 'Z') ? step::plain_http : step::failed;
         }
         started_ = true;
-        SSL_set_msg_callback(ssl_, on_message);
-        SSL_set_msg_callback_arg(ssl_, nullptr);
+        SSL_set_msg_callback(ssl_, on_record);
+        SSL_set_msg_callback_arg(ssl_, hs_.get());
     }
     ERR_clear_error();
-    // Count OpenSSL's records only once it writes under the application secret.
-    SSL_set_msg_callback_arg(ssl_, hs_->server_app ? &hs_->server_sealed : nullptr);
     const int r = SSL_do_handshake(ssl_);
     if (r == 1) {
         resumed_ = SSL_session_reused(ssl_) == 1;
@@ -239,8 +236,6 @@ step stream::handshake(int fd) noexcept {
         if (!adopt_records()) hs_->ctx.reset(); // TLS 1.2: the context's callbacks are done
         return step::done;
     }
-    // The secret may have arrived in this call: records written after it were not counted.
-    // OpenSSL writes the tickets only once the client's Finished is in, in a later call.
     switch (SSL_get_error(ssl_, r)) {
     case SSL_ERROR_WANT_READ:
         return step::want_read;

@@ -90,6 +90,9 @@ public:
 
     /// For SSL_CTX_set_keylog_callback: takes the traffic secrets of a handshake in progress.
     static void on_secret(const SSL* ssl, const char* line) noexcept;
+    /// For SSL_set_msg_callback: counts the records OpenSSL seals under the application secret.
+    static void on_record(int write_p, int version, int content_type, const void* buf,
+                          std::size_t len, SSL* ssl, void* arg) noexcept;
 
 public:
     struct buffers;
