@@ -748,9 +748,12 @@ void connection::close_tls(close_reason why) noexcept {
     if (it == ctx_.tls.end()) return; // never started
     tls::stream& s = it->second;
     if (!handshaking_) {
-        // An orderly close says so (close_notify), as nginx does; an error or a reset does not.
+        // An orderly close says so (close_notify), as nginx does, and so does the answer to the
+        // client's own close_notify (RFC 8446, 6.1; a reset only makes it fail quietly); after
+        // an error (a fatal alert sent) the stream sends nothing more.
         if (why == close_reason::done || why == close_reason::keep_alive_timeout ||
-            why == close_reason::shutdown || why == close_reason::pressure)
+            why == close_reason::shutdown || why == close_reason::pressure ||
+            why == close_reason::client_close)
             s.close_notify(fd_);
         worker_metrics::tls_counters& m = ctx_.metrics.tls;
         m.open[s.suite()].add(-1);

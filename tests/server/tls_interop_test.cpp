@@ -1,0 +1,1389 @@
+// TLS on the binary behind real clients: curl, openssl s_client, Python's ssl module, Node.js
+// https, headless Chromium and testssl.sh, plus raw sockets and an in-process OpenSSL client for
+// what no client does on purpose (stalls, resets, plain HTTP, forged records). Certificates are
+// made at test time by tls/make_certs.sh (no private key is committed).
+#include "tarry_process.hpp"
+
+#include <gtest/gtest.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace tarry::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// --- Files and commands --------------------------------------------------------------------------
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void spit(const fs::path& p, const std::string& text) {
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
+/// Single-quoted for sh.
+std::string q(const std::string& s) {
+    std::string out = "'";
+    for (const char c : s)
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string q(const fs::path& p) {
+    return q(p.string());
+}
+
+struct command_result {
+    int status = -1;
+    std::string output; ///< stdout and stderr
+};
+
+/// A shell command, its output (both streams) and exit status.
+command_result run(const std::string& cmd) {
+    command_result r;
+    FILE* p = ::popen(("(" + cmd + ") 2>&1").c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+        r.output.append(buf, n);
+    const int st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        ++n;
+    return n;
+}
+
+bool has(const std::string& text, const std::string& what) {
+    return text.find(what) != std::string::npos;
+}
+
+/// A number from a flat JSON object ("key": 12), or -1.
+long json_number(const std::string& json, const std::string& key) {
+    std::smatch m;
+    if (std::regex_search(json, m, std::regex("\"" + key + "\":\\s*(-?[0-9]+)")))
+        return std::stol(m[1]);
+    return -1;
+}
+
+/// A boolean from a flat JSON object: 1 true, 0 false, -1 absent.
+int json_bool(const std::string& json, const std::string& key) {
+    std::smatch m;
+    if (std::regex_search(json, m, std::regex("\"" + key + "\":\\s*(true|false)")))
+        return m[1] == "true" ? 1 : 0;
+    return -1;
+}
+
+/// A fresh directory for one test's files, removed after it.
+class scratch_dir {
+public:
+    explicit scratch_dir(const std::string& name)
+        : path_(fs::temp_directory_path() /
+                ("tarry_tls_" + name + "_" + std::to_string(::getpid()))) {
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    scratch_dir(const scratch_dir&) = delete;
+    scratch_dir& operator=(const scratch_dir&) = delete;
+    ~scratch_dir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    [[nodiscard]] fs::path operator/(const std::string& name) const { return path_ / name; }
+    [[nodiscard]] const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+const fs::path assets = TARRY_TLS_ASSETS;
+
+// --- Certificates, made once per test program ----------------------------------------------------
+
+/// The CA and certificates make_certs.sh lists, in a temporary directory for the whole program.
+class certificates : public ::testing::Environment {
+public:
+    void SetUp() override {
+        std::signal(SIGPIPE, SIG_IGN); // OpenSSL writes to sockets the server may have closed
+        dir_ = fs::temp_directory_path() / ("tarry_tls_certs_" + std::to_string(::getpid()));
+        fs::remove_all(dir_);
+        const command_result r = run("sh " + q(assets / "make_certs.sh") + " " + q(dir_));
+        ASSERT_EQ(r.status, 0) << r.output;
+        ASSERT_TRUE(fs::exists(dir_ / "expired.pem")) << r.output;
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    static fs::path file(const std::string& name) { return dir_ / name; }
+
+private:
+    static inline fs::path dir_;
+};
+
+[[maybe_unused]] const auto* const certificates_environment =
+    ::testing::AddGlobalTestEnvironment(new certificates);
+
+fs::path cert(const std::string& name) {
+    return certificates::file(name);
+}
+
+// --- tarry with a TLS listener -------------------------------------------------------------------
+
+/// Scrapes /metrics from the admin address (empty when it does not answer).
+std::string scrape(std::uint16_t admin) {
+    test_client c(admin);
+    if (!c.connected() || !c.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")) return {};
+    const auto r = c.read_response();
+    return r && r->status == 200 ? r->body : std::string{};
+}
+
+/// A sample's value ("tarry_tls_handshakes_total{result=\"full\"}"), or -1 when absent.
+double sample(const std::string& metrics, const std::string& series) {
+    const std::string at = "\n" + series + " ";
+    const auto p = ("\n" + metrics).find(at);
+    if (p == std::string::npos) return -1;
+    return std::stod(("\n" + metrics).substr(p + at.size()));
+}
+
+/// tarry with a plain listener (tarry_process's), a TLS listener and an admin listener, each on
+/// a free port; ready once /metrics answers (the listeners open before the admin one).
+class tls_server {
+public:
+    /// `args`: more arguments; `default_certificate`: --tls-certificate default.pem (else the
+    /// configuration file names the certificates); `log`: stdout and stderr (else inherited).
+    explicit tls_server(std::vector<std::string> args = {}, bool default_certificate = true,
+                        const fs::path& log = {})
+        : tls_port_(free_port()), admin_port_(free_port()),
+          process_(arguments(args, default_certificate, tls_port_, admin_port_), launch(log)) {
+        for (int i = 0; i < 200 && scrape(admin_port_).empty(); ++i)
+            std::this_thread::sleep_for(50ms);
+    }
+
+    [[nodiscard]] std::uint16_t port() const { return tls_port_; }
+    [[nodiscard]] std::string port_text() const { return std::to_string(tls_port_); }
+    [[nodiscard]] pid_t pid() const { return process_.pid(); }
+    /// Running (not exited, nor a zombie waiting to be reaped).
+    [[nodiscard]] bool alive() const {
+        const std::string stat = slurp("/proc/" + std::to_string(process_.pid()) + "/stat");
+        const auto paren = stat.rfind(')');
+        return process_.pid() > 0 && paren != std::string::npos && paren + 2 < stat.size() &&
+               stat[paren + 2] != 'Z';
+    }
+    int stop() { return process_.stop(); }
+
+    [[nodiscard]] std::string metrics() const { return scrape(admin_port_); }
+    [[nodiscard]] double metric(const std::string& series) const {
+        return sample(metrics(), series);
+    }
+    /// Waits (up to 5 s) until the series reaches `value`; returns what it last read. Counters
+    /// of a close move right after the descriptor is gone, so a client may see the close first.
+    double await(const std::string& series, double value) const {
+        double v = -1;
+        const auto deadline = steady::now() + 5s;
+        while ((v = metric(series)) < value && steady::now() < deadline)
+            std::this_thread::sleep_for(20ms);
+        return v;
+    }
+    /// Waits (up to 5 s) until a gauge is `value`; returns what it last read.
+    double await_equal(const std::string& series, double value) const {
+        double v = -1;
+        const auto deadline = steady::now() + 5s;
+        while ((v = metric(series)) != value && steady::now() < deadline)
+            std::this_thread::sleep_for(20ms);
+        return v;
+    }
+    [[nodiscard]] std::string url(const std::string& host = "localhost") const {
+        return "https://" + host + ":" + port_text() + "/";
+    }
+    /// curl against this server, the test CA trusted, `host` resolved to 127.0.0.1.
+    [[nodiscard]] std::string curl(const std::string& options,
+                                   const std::string& host = "localhost") const {
+        return "timeout 30 curl -sS --max-time 20 --cacert " + q(cert("ca.pem")) + " --resolve " +
+               host + ":" + port_text() + ":127.0.0.1 " + options;
+    }
+
+private:
+    static std::vector<std::string> arguments(const std::vector<std::string>& args,
+                                              bool default_certificate, std::uint16_t tls,
+                                              std::uint16_t admin) {
+        std::vector<std::string> a{"--tls-listen", "127.0.0.1:" + std::to_string(tls),
+                                   "--admin-listen", "127.0.0.1:" + std::to_string(admin)};
+        if (default_certificate)
+            a.insert(a.end(), {"--tls-certificate", cert("default.pem").string(),
+                               "--tls-certificate-key", cert("default.key").string()});
+        a.insert(a.end(), args.begin(), args.end());
+        return a;
+    }
+    static launch_options launch(const fs::path& log) {
+        launch_options l;
+        l.output = log.string();
+        return l;
+    }
+
+    std::uint16_t tls_port_;
+    std::uint16_t admin_port_;
+    tarry_process process_;
+};
+
+const std::string full = "tarry_tls_handshakes_total{result=\"full\"}";
+const std::string resumed = "tarry_tls_handshakes_total{result=\"resumed\"}";
+std::string failures(const std::string& reason) {
+    return "tarry_tls_handshake_failures_total{reason=\"" + reason + "\"}";
+}
+std::string closes(const std::string& reason) {
+    return "tarry_connection_closes_total{reason=\"" + reason + "\"}";
+}
+const std::string handshaking = "tarry_connections_by_phase{phase=\"handshake\"}";
+
+/// The subject CN of the certificate the server sends for `servername` (empty: no SNI).
+std::string served_cn(const tls_server& t, const std::string& servername) {
+    const std::string sni = servername.empty() ? "-noservername" : "-servername " + q(servername);
+    const command_result r = run("timeout 20 openssl s_client -connect 127.0.0.1:" + t.port_text() +
+                                 " " + sni + " </dev/null");
+    std::smatch m;
+    static const std::regex subject("subject=\\s*CN\\s*=\\s*([^\\n,/]+)");
+    if (std::regex_search(r.output, m, subject)) return m[1];
+    return "(none: " + r.output.substr(0, 300) + ")";
+}
+
+// --- An OpenSSL client in this process -----------------------------------------------------------
+
+/// A TLS client on a blocking loopback socket (5 s timeouts), verifying "localhost" against the
+/// test CA: for what command-line clients do not do, such as writing a forged record after a
+/// real handshake.
+class ossl_client {
+public:
+    ossl_client(std::uint16_t port, int version) {
+        ctx_ = SSL_CTX_new(TLS_client_method());
+        SSL_CTX_set_min_proto_version(ctx_, version);
+        SSL_CTX_set_max_proto_version(ctx_, version);
+        SSL_CTX_load_verify_locations(ctx_, cert("ca.pem").c_str(), nullptr);
+        SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
+        static const unsigned char alpn[] = "\x08http/1.1";
+        SSL_CTX_set_alpn_protos(ctx_, alpn, sizeof alpn - 1);
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        const timeval tv{5, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            error_ = std::string("connect: ") + std::strerror(errno);
+            return;
+        }
+        ssl_ = SSL_new(ctx_);
+        SSL_set_fd(ssl_, fd_);
+        SSL_set_tlsext_host_name(ssl_, "localhost");
+        SSL_set1_host(ssl_, "localhost");
+        ERR_clear_error();
+        connected_ = SSL_connect(ssl_) == 1;
+        if (!connected_) {
+            char text[256] = "no OpenSSL error (the connection ended)";
+            if (const unsigned long e = ERR_peek_last_error(); e != 0)
+                ERR_error_string_n(e, text, sizeof text);
+            error_ = std::string("handshake: ") + text;
+        }
+    }
+    ossl_client(const ossl_client&) = delete;
+    ossl_client& operator=(const ossl_client&) = delete;
+    ~ossl_client() {
+        if (ssl_ != nullptr) SSL_free(ssl_);
+        if (ctx_ != nullptr) SSL_CTX_free(ctx_);
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+    [[nodiscard]] bool connected() const { return connected_; }
+    /// Why it is not connected.
+    [[nodiscard]] const std::string& error() const { return error_; }
+    [[nodiscard]] int fd() const { return fd_; }
+    [[nodiscard]] std::string version() const { return SSL_get_version(ssl_); }
+    [[nodiscard]] std::string cipher() const { return SSL_get_cipher_name(ssl_); }
+
+    /// GET `target`; the response (head and Content-Length body), or "" on an error.
+    std::string get(const std::string& target) {
+        const std::string req = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        if (SSL_write(ssl_, req.data(), static_cast<int>(req.size())) <= 0) return {};
+        std::string in;
+        std::size_t end;
+        while ((end = in.find("\r\n\r\n")) == std::string::npos)
+            if (!more(in)) return {};
+        std::size_t length = 0;
+        std::smatch m;
+        const std::string head = in.substr(0, end);
+        if (std::regex_search(head, m, std::regex("\r\n[Cc]ontent-[Ll]ength: *([0-9]+)")))
+            length = std::stoul(m[1]);
+        while (in.size() < end + 4 + length)
+            if (!more(in)) return {};
+        return in;
+    }
+
+    /// Writes `bytes` in records of `piece` bytes each (SSL_write makes one record per call).
+    bool write_records(const std::string& bytes, std::size_t piece) {
+        for (std::size_t at = 0; at < bytes.size(); at += piece) {
+            const std::string part = bytes.substr(at, piece);
+            if (SSL_write(ssl_, part.data(), static_cast<int>(part.size())) <= 0) return false;
+        }
+        return true;
+    }
+    /// Reads until `text` appears `n` times (or an error or the 5 s timeout): what came.
+    std::string read_until(const std::string& text, std::size_t n) {
+        std::string in;
+        while (count(in, text) < n && more(in)) {
+        }
+        return in;
+    }
+
+    /// The socket's receive and send timeouts (5 s at first).
+    void set_timeout(std::chrono::milliseconds t) {
+        const timeval tv{static_cast<time_t>(t.count() / 1000),
+                         static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    /// Sends a KeyUpdate now (asking for the server's in answer when `requested`).
+    bool key_update(bool requested) {
+        return SSL_key_update(ssl_, requested ? SSL_KEY_UPDATE_REQUESTED
+                                              : SSL_KEY_UPDATE_NOT_REQUESTED) == 1 &&
+               SSL_do_handshake(ssl_) == 1;
+    }
+    /// Up to `n` bytes of plaintext (0 on an error or the end).
+    std::size_t read_some(char* buf, std::size_t n) {
+        const int r = SSL_read(ssl_, buf, static_cast<int>(n));
+        return r > 0 ? static_cast<std::size_t>(r) : 0;
+    }
+
+    /// Reads once more: the bytes, or the reason OpenSSL gives for the failure (its code in
+    /// `reason`: SSL_AD_REASON_OFFSET + the alert for an alert the server sent), or "EOF".
+    std::string read_failure(int& reason) {
+        char buf[4096];
+        ERR_clear_error();
+        const int n = SSL_read(ssl_, buf, sizeof buf);
+        if (n > 0) {
+            reason = 0;
+            return std::string(buf, static_cast<std::size_t>(n));
+        }
+        const int e = SSL_get_error(ssl_, n);
+        const unsigned long err = ERR_peek_error();
+        reason = ERR_GET_REASON(err);
+        if (e == SSL_ERROR_ZERO_RETURN) return "close_notify";
+        if (err == 0) return "EOF (SSL error " + std::to_string(e) + ")";
+        char text[256];
+        ERR_error_string_n(err, text, sizeof text);
+        return text;
+    }
+
+    /// Reads from the socket itself until the end: true for an orderly end (FIN, not a reset).
+    bool socket_ends() {
+        char buf[4096];
+        for (;;) {
+            const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+            if (n == 0) return true;
+            if (n < 0) return false;
+        }
+    }
+
+private:
+    bool more(std::string& in) {
+        char buf[16384];
+        const int n = SSL_read(ssl_, buf, sizeof buf);
+        if (n <= 0) return false;
+        in.append(buf, static_cast<std::size_t>(n));
+        return true;
+    }
+
+    SSL_CTX* ctx_ = nullptr;
+    SSL* ssl_ = nullptr;
+    int fd_ = -1;
+    bool connected_ = false;
+    std::string error_;
+};
+
+/// A real TLS 1.3 ClientHello (from OpenSSL's client, for "localhost"), as one record.
+std::string client_hello() {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL* ssl = SSL_new(ctx);
+    BIO* rbio = BIO_new(BIO_s_mem());
+    BIO* wbio = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl, rbio, wbio);
+    SSL_set_tlsext_host_name(ssl, "localhost");
+    SSL_set_connect_state(ssl);
+    SSL_do_handshake(ssl); // wants to read: the ClientHello is in wbio
+    std::string out;
+    char buf[4096];
+    int n;
+    while ((n = BIO_read(wbio, buf, sizeof buf)) > 0)
+        out.append(buf, static_cast<std::size_t>(n));
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    return out;
+}
+
+/// A connected loopback socket, or -1.
+int raw_connect(std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    ::close(fd);
+    return -1;
+}
+
+/// Closes with a reset (SO_LINGER 0).
+void reset(int fd) {
+    const linger l{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    ::close(fd);
+}
+
+/// Reads a raw socket until the end: the bytes, and whether it ended with a FIN (not a reset,
+/// nor the deadline).
+std::pair<std::string, bool> read_to_end(int fd, steady::duration timeout = 5s) {
+    std::string got;
+    const auto deadline = steady::now() + timeout;
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+        if (left.count() <= 0) return {got, false};
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return {got, false};
+        char buf[4096];
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n == 0) return {got, true};
+        if (n < 0) return {got + "[recv: " + std::strerror(errno) + "]", false};
+        got.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
+// --- 1. curl: keep-alive, both versions, ALPN ----------------------------------------------------
+
+TEST(TlsCurlTest, TwoUrlsShareOneConnectionOverTls13And12AndAlpnPicksHttp11) {
+    tls_server t;
+    const std::string write_out = "-w 'W %{num_connects} %{http_version} %{response_code}\\n'";
+    int handshakes = 0;
+    for (const std::string version : {"--tlsv1.3", "--tlsv1.2 --tls-max 1.2"}) {
+        SCOPED_TRACE(version);
+        const command_result r =
+            run(t.curl("-v --http2 " + version + " -o /dev/null -o /dev/null " + write_out + " " +
+                       t.url() + " " + t.url() + "again"));
+        EXPECT_EQ(r.status, 0) << r.output;
+        EXPECT_TRUE(has(r.output, "W 1 1.1 200\n")) << r.output;
+        EXPECT_TRUE(has(r.output, "W 0 1.1 200\n")) << "the second URL reuses the connection\n"
+                                                    << r.output;
+        EXPECT_TRUE(has(r.output, "ALPN: offers h2,http/1.1")) << r.output;
+        EXPECT_TRUE(
+            std::regex_search(r.output, std::regex("ALPN[:,] server accepted (to use )?http/1.1")))
+            << r.output;
+        const bool v13 = version == "--tlsv1.3";
+        EXPECT_TRUE(has(r.output, v13 ? "SSL connection using TLSv1.3 / TLS_"
+                                      : "SSL connection using TLSv1.2 / ECDHE-ECDSA-"))
+            << r.output;
+        EXPECT_EQ(t.await(full, ++handshakes), handshakes) << "one handshake for both URLs";
+    }
+    const std::string m = t.metrics();
+    EXPECT_EQ(sample(m, resumed), 0);
+    EXPECT_EQ(sample(m, "tarry_tls_handshake_duration_seconds_count"), 2) << m;
+    EXPECT_EQ(sample(m, failures("no_alpn")), 0);
+}
+
+TEST(TlsCurlTest, AnAlpnWithoutHttp11IsRefusedAndCounted) {
+    // A client that offers only h2 is refused (no_application_protocol), as nginx does.
+    tls_server t;
+    const command_result r = run("timeout 20 openssl s_client -connect 127.0.0.1:" + t.port_text() +
+                                 " -alpn h2 </dev/null");
+    EXPECT_TRUE(has(r.output, "no application protocol")) << r.output;
+    EXPECT_EQ(t.await(failures("no_alpn"), 1), 1) << t.metrics();
+    EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+}
+
+TEST(TlsMetricsTest, OpenConnectionsAreCountedByVersionAndCipherUntilTheyClose) {
+    tls_server t({"--workers", "2"});
+    auto v13 = std::make_unique<ossl_client>(t.port(), TLS1_3_VERSION);
+    auto v12 = std::make_unique<ossl_client>(t.port(), TLS1_2_VERSION);
+    ASSERT_TRUE(v13->connected()) << v13->error();
+    ASSERT_TRUE(v12->connected()) << v12->error();
+    ASSERT_TRUE(v13->get("/").starts_with("HTTP/1.1 200 OK"));
+    ASSERT_TRUE(v12->get("/").starts_with("HTTP/1.1 200 OK"));
+    const std::string series13 =
+        "tarry_tls_connections{version=\"TLSv1.3\",cipher=\"" + v13->cipher() + "\"}";
+    const std::string series12 =
+        "tarry_tls_connections{version=\"TLSv1.2\",cipher=\"" + v12->cipher() + "\"}";
+    EXPECT_EQ(t.await_equal(series13, 1), 1) << t.metrics();
+    EXPECT_EQ(t.await_equal(series12, 1), 1) << t.metrics();
+    EXPECT_EQ(t.metric("tarry_tls_own_record_connections"), 1) << "TLS 1.3 only";
+    const double offload = t.metric("tarry_tls_kernel_offload");
+    EXPECT_TRUE(offload == 0 || offload == 1) << offload;
+    v13.reset();
+    v12.reset();
+    EXPECT_EQ(t.await_equal(series13, 0), 0);
+    EXPECT_EQ(t.await_equal(series12, 0), 0);
+    EXPECT_EQ(t.await_equal("tarry_tls_own_record_connections", 0), 0);
+}
+
+TEST(TlsRecordsTest, RecordsOfAnyShapeCarryRequestsPipelinedOrByteByByte) {
+    tls_server t({"--workers", "1"});
+    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+        SCOPED_TRACE(version);
+        ossl_client c(t.port(), version);
+        ASSERT_TRUE(c.connected()) << c.error();
+        std::string pipelined;
+        for (int i = 0; i < 20; ++i)
+            pipelined += "GET /p" + std::to_string(i) + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        // Twenty requests in one record, then one request a byte per record, then a request
+        // split across records at odd places, with a long field.
+        ASSERT_TRUE(c.write_records(pipelined, pipelined.size()));
+        std::string got = c.read_until("Hello, World!", 20);
+        EXPECT_EQ(count(got, "HTTP/1.1 200 OK\r\n"), 20U) << got;
+        ASSERT_TRUE(c.write_records("GET /bytes HTTP/1.1\r\nHost: localhost\r\n\r\n", 1));
+        got = c.read_until("Hello, World!", 1);
+        EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK\r\n")) << got;
+        const std::string long_request =
+            "GET /long HTTP/1.1\r\nHost: localhost\r\nX-Long: " + std::string(6000, 'x') +
+            "\r\n\r\n";
+        ASSERT_TRUE(c.write_records(long_request, 997));
+        got = c.read_until("Hello, World!", 1);
+        EXPECT_TRUE(got.starts_with("HTTP/1.1 200 OK\r\n")) << got.substr(0, 200);
+    }
+    EXPECT_EQ(t.metric(closes("tls")), 0);
+}
+
+// --- 2. A static file of several megabytes -------------------------------------------------------
+
+TEST(TlsStaticFileTest, AFileOfSeveralMegabytesIsByteIdenticalWithHeadAndRanges) {
+    scratch_dir dir("static");
+    fs::create_directories(dir / "www");
+    std::string data(6 * 1024 * 1024 + 12345, '\0'); // not a multiple of a record or a piece
+    std::mt19937 rng(42);
+    for (char& c : data)
+        c = static_cast<char>(rng());
+    spit(dir / "www" / "big.bin", data);
+    tls_server t({"--docroot", (dir / "www").string(), "--workers", "2"});
+    const std::string url = t.url() + "big.bin";
+
+    for (const std::string version :
+         {"--tlsv1.3", "--tlsv1.2 --tls-max 1.2", "--tlsv1.3 --limit-rate 8M",
+          "--tlsv1.2 --tls-max 1.2 --limit-rate 8M"}) {
+        SCOPED_TRACE(version); // the slow reader makes the server's sends come back short
+        const fs::path out = dir / "download";
+        fs::remove(out);
+        const command_result r =
+            run(t.curl(version + " -o " + q(out) + " -w '%{http_code} %{size_download}' " + url));
+        EXPECT_EQ(r.output, "200 " + std::to_string(data.size()));
+        const std::string got = slurp(out);
+        ASSERT_EQ(got.size(), data.size());
+        EXPECT_TRUE(got == data) << "the download differs from the file";
+    }
+
+    const command_result head = run(t.curl("-I " + url));
+    EXPECT_TRUE(head.output.starts_with("HTTP/1.1 200")) << head.output;
+    EXPECT_TRUE(std::regex_search(head.output, std::regex("\r\n[Cc]ontent-[Ll]ength: " +
+                                                          std::to_string(data.size()) + "\r\n")))
+        << head.output;
+
+    struct range {
+        std::string spec;
+        std::size_t from, to; // inclusive
+    };
+    for (const range& rg : {range{"65530-131080", 65530, 131080}, range{"0-0", 0, 0},
+                            range{"-1000", data.size() - 1000, data.size() - 1}}) {
+        SCOPED_TRACE(rg.spec);
+        const fs::path part = dir / "part";
+        const fs::path headers = dir / "headers";
+        const command_result r =
+            run(t.curl("-r " + rg.spec + " -D " + q(headers) + " -o " + q(part) + " " + url));
+        EXPECT_EQ(r.status, 0) << r.output;
+        const std::string h = slurp(headers);
+        EXPECT_TRUE(h.starts_with("HTTP/1.1 206")) << h;
+        EXPECT_TRUE(has(h, "ontent-Range: bytes " + std::to_string(rg.from) + "-" +
+                               std::to_string(rg.to) + "/" + std::to_string(data.size())))
+            << h;
+        EXPECT_TRUE(slurp(part) == data.substr(rg.from, rg.to - rg.from + 1));
+    }
+}
+
+// --- 3. openssl s_client: KeyUpdate, renegotiation, old versions ---------------------------------
+
+/// s_client with `input` fed in steps (each "pause" sleeps 0.6 s): its commands (K, k, R) must
+/// come alone in a read of its standard input.
+command_result s_client(const tls_server& t, const std::string& options,
+                        const std::vector<std::string>& input) {
+    std::string feed = "(";
+    for (const std::string& step : input)
+        feed += step == "pause" ? "sleep 0.6; " : "printf " + q(step) + "; ";
+    feed += "sleep 0.6)";
+    return run(feed + " | timeout 30 openssl s_client -connect 127.0.0.1:" + t.port_text() +
+               " -servername localhost -CAfile " + q(cert("ca.pem")) + " -crlf -msg " + options);
+}
+
+const std::string request_line = "GET / HTTP/1.1\nHost: localhost\n\n";
+
+TEST(TlsOpensslTest, KeyUpdateBothWaysOnTarrysOwnRecords) {
+    tls_server t;
+    const command_result r = s_client(t, "-tls1_3",
+                                      {"pause", request_line, "pause", "K\n", "pause", request_line,
+                                       "pause", "k\n", "pause", request_line, "pause"});
+    const std::string& o = r.output;
+    EXPECT_EQ(count(o, "HTTP/1.1 200 OK"), 3U) << o;
+    const std::string ours = ">>> TLS 1.3, Handshake [length 0005], KeyUpdate";
+    const std::string theirs = "<<< TLS 1.3, Handshake [length 0005], KeyUpdate";
+    EXPECT_EQ(count(o, ours), 2U) << o;
+    EXPECT_EQ(count(o, theirs), 1U) << "one answer to update_requested, none to not_requested\n"
+                                    << o;
+    // Order: request, our K, the server's KeyUpdate, the second response.
+    const auto k = o.find(ours);
+    const auto answer = o.find(theirs);
+    const auto second = o.find("HTTP/1.1 200 OK", o.find("HTTP/1.1 200 OK") + 1);
+    EXPECT_TRUE(k < answer && answer < second) << o;
+    EXPECT_TRUE(answer != std::string::npos && has(o.substr(answer, 100), "18 00 00 01 00"))
+        << "update_not_requested\n"
+        << o;
+    EXPECT_FALSE(has(o, "fatal")) << o;
+    EXPECT_EQ(t.await_equal("tarry_tls_own_record_connections", 0), 0) << "closed by now";
+}
+
+TEST(TlsOpensslTest, RenegotiationOnTls12IsRefusedAndTheServerStaysHealthy) {
+    tls_server t;
+    const command_result r =
+        s_client(t, "-tls1_2", {"pause", request_line, "pause", "R\n", "pause", request_line});
+    EXPECT_TRUE(has(r.output, "RENEGOTIATING")) << r.output;
+    EXPECT_TRUE(has(r.output, "<<< TLS 1.2, Alert [length 0002], warning no_renegotiation"))
+        << r.output;
+    EXPECT_EQ(count(r.output, "HTTP/1.1 200 OK"), 1U) << r.output;
+    EXPECT_TRUE(t.alive());
+    for (const std::string version : {"--tlsv1.3", "--tls-max 1.2"})
+        EXPECT_EQ(run(t.curl(version + " -o /dev/null -w '%{response_code}' " + t.url())).output,
+                  "200");
+}
+
+TEST(TlsOpensslTest, Tls11AndTls10AreRefusedAsProtocolVersion) {
+    tls_server t;
+    int n = 0;
+    for (const std::string version : {"-tls1_1", "-tls1"}) {
+        SCOPED_TRACE(version);
+        // Without the system's configuration (which may refuse these before any byte is sent)
+        // and at security level 0, so the client really offers the old version.
+        const command_result r =
+            run("OPENSSL_CONF=/dev/null timeout 20 openssl s_client -connect "
+                "127.0.0.1:" +
+                t.port_text() + " " + version + " -cipher DEFAULT:@SECLEVEL=0 </dev/null");
+        EXPECT_NE(r.status, 0);
+        EXPECT_TRUE(has(r.output, "alert protocol version")) << r.output;
+        EXPECT_EQ(t.await(failures("protocol_version"), ++n), n) << t.metrics();
+    }
+    EXPECT_EQ(t.metric(full), 0);
+}
+
+// --- 4. Python's ssl module ----------------------------------------------------------------------
+
+std::string python(const std::string& args) {
+    return run("timeout 60 python3 " + q(assets / "py_client.py") + " " + args).output;
+}
+
+TEST(TlsPythonTest, FiftyRequestsOnOneConnectionThenCloseNotifyBothWays) {
+    tls_server t;
+    for (const std::string version : {"1.3", "1.2"}) {
+        SCOPED_TRACE("TLS " + version);
+        const std::string out =
+            python("keepalive " + t.port_text() + " " + q(cert("ca.pem")) + " 50 " + version);
+        EXPECT_EQ(json_number(out, "ok"), 50) << out;
+        EXPECT_TRUE(has(out, "\"version\": \"TLSv" + version + "\"")) << out;
+        EXPECT_TRUE(has(out, "\"alpn\": \"http/1.1\"")) << out;
+        // unwrap(): our close_notify, then the server's, then the TCP end.
+        EXPECT_EQ(json_bool(out, "unwrapped"), 1)
+            << "the server answers close_notify with its own\n"
+            << out;
+        EXPECT_EQ(json_bool(out, "eof"), 1) << out;
+    }
+    EXPECT_EQ(t.await(full, 2), 2);
+}
+
+TEST(TlsPythonTest, ASessionIsResumedOnTheNextConnection) {
+    tls_server t({"--workers", "2"});
+    int n = 0;
+    for (const std::string version : {"1.3", "1.2"}) {
+        SCOPED_TRACE("TLS " + version);
+        const std::string out =
+            python("resume " + t.port_text() + " " + q(cert("ca.pem")) + " " + version);
+        EXPECT_EQ(json_number(out, "first_status"), 200) << out;
+        EXPECT_EQ(json_bool(out, "has_ticket"), 1) << out;
+        EXPECT_EQ(json_number(out, "second_status"), 200) << out;
+        EXPECT_EQ(json_bool(out, "reused"), 1) << out;
+        EXPECT_TRUE(has(out, "\"version\": \"TLSv" + version + "\"")) << out;
+        EXPECT_EQ(t.await(resumed, ++n), n) << t.metrics();
+    }
+    EXPECT_EQ(t.metric(full), 2);
+}
+
+TEST(TlsPythonTest, ManyFreshConnectionsEachGetTheirFirstResponse) {
+    // A client that answers the server's flight fast (Python's C code) may have its Finished in
+    // the socket while OpenSSL still runs the call that wrote the flight: the session tickets
+    // are then written in that same call. The first response must still be sealed under the
+    // record sequence number that follows them. Four clients at once, 100 connections each,
+    // one request right behind each handshake.
+    tls_server t({"--workers", "1"});
+    for (const std::string version : {"1.3", "1.2"}) {
+        SCOPED_TRACE("TLS " + version);
+        const std::string one = "timeout 60 python3 " + q(assets / "py_client.py") + " fresh " +
+                                t.port_text() + " " + q(cert("ca.pem")) + " 100 " + version;
+        const std::string out = run("for k in 1 2 3 4; do " + one + " & done; wait").output;
+        long ok = 0, failed = 0;
+        static const std::regex field("\"(ok|failed)\": ([0-9]+)");
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), field);
+             it != std::sregex_iterator(); ++it)
+            ((*it)[1] == "ok" ? ok : failed) += std::stol((*it)[2]);
+        EXPECT_EQ(ok, 400) << out;
+        EXPECT_EQ(failed, 0) << out;
+    }
+    EXPECT_EQ(t.metric(closes("tls")), 0);
+}
+
+// --- 5. Node.js https with a keep-alive agent ----------------------------------------------------
+
+TEST(TlsNodeTest, AHundredRequestsOnAKeepAliveAgentOverFewSockets) {
+    scratch_dir dir("node");
+    fs::create_directories(dir / "www");
+    for (int k = 0; k < 10; ++k) {
+        std::string body;
+        for (int i = 0; i < 100; ++i)
+            body += "file " + std::to_string(k) + "\n";
+        spit(dir / "www" / ("file-" + std::to_string(k) + ".txt"), body);
+    }
+    tls_server t({"--docroot", (dir / "www").string(), "--workers", "2"});
+    const command_result r = run("timeout 60 node " + q(assets / "node_client.js") + " " +
+                                 t.port_text() + " " + q(cert("ca.pem")) + " 100 4");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(json_number(r.output, "ok"), 100) << r.output;
+    EXPECT_TRUE(has(r.output, "\"bad\":[]")) << r.output;
+    const long sockets = json_number(r.output, "sockets");
+    EXPECT_GE(sockets, 1) << r.output;
+    EXPECT_LE(sockets, 4) << r.output;
+    EXPECT_FALSE(has(r.output, "TLSv1.2")) << r.output;
+    EXPECT_EQ(count(r.output, "\"http/1.1\""), static_cast<std::size_t>(sockets)) << r.output;
+    // One handshake per socket (full, or resumed from the agent's session cache).
+    double handshakes = 0;
+    for (int i = 0; i < 100 && handshakes < static_cast<double>(sockets); ++i) {
+        const std::string m = t.metrics();
+        handshakes = sample(m, full) + sample(m, resumed);
+        if (handshakes < static_cast<double>(sockets)) std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(handshakes, static_cast<double>(sockets)) << t.metrics();
+}
+
+// --- 6. Headless Chromium ------------------------------------------------------------------------
+
+TEST(TlsChromiumTest, APageWithItsAssetsLoadsOverHttpsAndIsScreenshotted) {
+    scratch_dir dir("chromium");
+    const fs::path www = dir / "www";
+    ASSERT_EQ(run("python3 " + q(assets / "make_site.py") + " " + q(www)).status, 0);
+    const fs::path log = dir / "access.log";
+    tls_server t({"--docroot", www.string(), "--access-log", log.string(), "--workers", "2"});
+    // The test CA's certificate is trusted by its key (Chromium has no CA file option).
+    const std::string spki =
+        run("openssl x509 -in " + q(cert("default.pem")) +
+            " -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | "
+            "base64")
+            .output;
+    ASSERT_EQ(spki.size(), 45U) << spki; // 44 characters and the newline
+    const std::string chromium =
+        "timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+        "--disable-background-networking --disable-component-update --disable-sync "
+        "--disable-dev-shm-usage --ignore-certificate-errors-spki-list=" +
+        spki.substr(0, 44) + " --window-size=800,600 ";
+    // Kept after the run, for a look.
+    const fs::path shot = fs::temp_directory_path() / "tarry_tls_interop_chromium.png";
+    fs::remove(shot);
+    const command_result r = run(chromium + "--user-data-dir=" + q(dir / "profile") +
+                                 " --screenshot=" + q(shot) + " " + t.url());
+    ASSERT_TRUE(fs::exists(shot)) << r.output;
+    const auto size = fs::file_size(shot);
+    std::cout << "[ screenshot ] " << shot.string() << " (" << size << " bytes)" << std::endl;
+    RecordProperty("screenshot", shot.string());
+    EXPECT_EQ(slurp(shot).substr(0, 8), "\x89PNG\r\n\x1a\n");
+    EXPECT_GT(size, 10000U) << "an empty 800x600 page compresses to a few hundred bytes";
+
+    // The script ran (it requested data.json and wrote it into the page).
+    const command_result dom =
+        run(chromium + "--user-data-dir=" + q(dir / "profile2") + " --dump-dom " + t.url());
+    EXPECT_TRUE(has(dom.output, "fetched over TLS by app.js")) << dom.output;
+
+    for (const std::string asset :
+         {"/", "/style.css", "/app.js", "/photo.png", "/logo.svg", "/pattern.png", "/data.json"}) {
+        const std::string line = "\"GET " + asset + " HTTP/1.1\" 200 ";
+        bool found = false;
+        for (int i = 0; i < 100 && !(found = has(slurp(log), line)); ++i)
+            std::this_thread::sleep_for(50ms); // the access log is flushed within a second
+        EXPECT_TRUE(found) << asset << " not answered 200:\n" << slurp(log);
+    }
+    const std::string m = t.metrics();
+    EXPECT_GE(sample(m, full), 2) << m;
+    EXPECT_EQ(sample(m, failures("no_alpn")), 0) << "Chromium offers h2 and http/1.1";
+    EXPECT_EQ(sample(m, closes("tls")), 0) << m;
+}
+
+// --- 7. A stalled or trickled handshake ----------------------------------------------------------
+
+TEST(TlsHandshakeTimeoutTest, SilentAndTrickledHandshakesAreClosedAtTheTimeout) {
+    tls_server t({"--handshake-timeout", "1s", "--workers", "1"});
+    const std::string hello = client_hello();
+    ASSERT_GT(hello.size(), 100U);
+    ASSERT_EQ(hello[0], '\x16');
+
+    const auto start = steady::now();
+    std::optional<steady::duration> silent_after;
+    std::string silent_got;
+    std::thread silent([&] {
+        test_client c(t.port());
+        if (const auto at = c.wait_closed(15s)) silent_after = *at - start;
+        silent_got = c.pending();
+    });
+    // One byte of a real ClientHello every 100 ms: never complete, never quiet.
+    test_client trickle(t.port());
+    ASSERT_TRUE(trickle.connected());
+    std::optional<steady::duration> trickle_after;
+    for (std::size_t i = 0; i < hello.size() && steady::now() - start < 15s; ++i) {
+        if (!trickle.send(hello.substr(i, 1))) break;
+        if (const auto at = trickle.wait_closed(100ms)) {
+            trickle_after = *at - start;
+            break;
+        }
+    }
+    silent.join();
+    ASSERT_TRUE(trickle_after.has_value()) << "the trickled handshake was never closed";
+    ASSERT_TRUE(silent_after.has_value()) << "the silent handshake was never closed";
+    for (const auto after : {*trickle_after, *silent_after}) {
+        EXPECT_GE(after, 950ms) << "not before the handshake timeout";
+        EXPECT_LT(after, 3s) << "at the timeout, well before the 10 s default";
+    }
+    EXPECT_EQ(trickle.pending(), "") << "closed silently";
+    EXPECT_EQ(silent_got, "") << "closed silently";
+    EXPECT_EQ(t.await(failures("timeout"), 2), 2) << t.metrics();
+    EXPECT_EQ(t.await(closes("handshake"), 2), 2);
+    EXPECT_EQ(t.await_equal(handshaking, 0), 0);
+    EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+}
+
+// --- 8. Plain HTTP on the TLS port ---------------------------------------------------------------
+
+TEST(TlsPlainHttpTest, AnHttpRequestGetsAReadable400AndAnOrderlyClose) {
+    tls_server t;
+    // Alone, and with a second request pipelined behind it (closing at once would make the
+    // kernel answer the unread bytes with a reset, which can destroy the 400 in flight).
+    int n = 0;
+    for (const char* sent :
+         {"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+          "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /more HTTP/1.1\r\nHost: x\r\n\r\n"}) {
+        test_client c(t.port());
+        ASSERT_TRUE(c.send(sent));
+        const auto [got, fin] = read_to_end(c.fd());
+        EXPECT_TRUE(got.starts_with("HTTP/1.1 400 Bad Request\r\n")) << got;
+        EXPECT_TRUE(fin) << "an end, not a reset: " << got;
+        EXPECT_EQ(count(got, "HTTP/1.1 "), 1U) << got;
+        EXPECT_EQ(t.await(failures("plain_http"), ++n), n) << t.metrics();
+    }
+    // curl, told http:// by mistake, reads the answer too.
+    const command_result r =
+        run("timeout 20 curl -sS -w ' %{response_code}' http://127.0.0.1:" + t.port_text() + "/");
+    EXPECT_TRUE(r.output.ends_with(" 400")) << r.output;
+    // Bytes that are neither TLS nor HTTP are closed unanswered.
+    test_client junk(t.port());
+    ASSERT_TRUE(junk.send(std::string("\x00\x01\x02\x03garbage", 11)));
+    const auto [junk_got, junk_fin] = read_to_end(junk.fd());
+    // A reset is fine here: the bytes were never read, and no answer was due.
+    EXPECT_TRUE(junk_got.empty() || junk_got.starts_with("[recv: ")) << junk_got;
+    EXPECT_EQ(t.await(failures("not_tls"), 1), 1) << t.metrics();
+    EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+}
+
+// --- 9. Resumption across a reload ---------------------------------------------------------------
+
+/// A configuration file with the default certificate (`cert_name`.pem/.key) and `more`.
+void write_config(const fs::path& file, const std::string& cert_name, const std::string& key_name,
+                  const std::string& more = {}) {
+    spit(file, "workers = 2\ntls_certificate = \"" + cert(cert_name + ".pem").string() +
+                   "\"\ntls_certificate_key = \"" + cert(key_name + ".key").string() + "\"\n" +
+                   more);
+}
+
+TEST(TlsReloadTest, ATicketFromBeforeAReloadResumesAfterIt) {
+    scratch_dir dir("reload_resume");
+    const fs::path cfg = dir / "tarry.toml";
+    const fs::path log = dir / "out.log";
+    // An expired certificate for one name: its warning says when a reload is done ("reload: ").
+    write_config(cfg, "default", "default",
+                 "[[tls]]\nserver_names = [\"old.test\"]\ncertificate = \"" +
+                     cert("expired.pem").string() + "\"\ncertificate_key = \"" +
+                     cert("expired.key").string() + "\"\n");
+    tls_server t({"--config", cfg.string()}, false, log);
+    int reloads = 0;
+    for (const std::string version : {"1.3", "1.2"}) {
+        SCOPED_TRACE("TLS " + version);
+        ++reloads;
+        const std::string between =
+            "kill -HUP " + std::to_string(t.pid()) + "; for i in $(seq 100); do [ $(grep -c " +
+            "'reload: tls\\[1\\]' " + q(log) + ") -ge " + std::to_string(reloads) +
+            " ] && exit 0; sleep 0.05; done; exit 1";
+        const std::string out = python("resume " + t.port_text() + " " + q(cert("ca.pem")) + " " +
+                                       version + " " + q(between));
+        EXPECT_EQ(json_number(out, "between_status"), 0) << "the reload was seen\n"
+                                                         << out << slurp(log);
+        EXPECT_EQ(json_number(out, "first_status"), 200) << out;
+        EXPECT_EQ(json_number(out, "second_status"), 200) << out;
+        EXPECT_EQ(json_bool(out, "reused"), 1) << "ticket keys survive the reload\n" << out;
+        EXPECT_EQ(t.await(resumed, reloads), reloads) << t.metrics();
+    }
+    EXPECT_FALSE(has(slurp(log), "reload rejected")) << slurp(log);
+}
+
+TEST(TlsResumptionTest, EachResumedTls13ConnectionGetsFreshTicketsThatResumeAgain) {
+    // A TLS 1.3 client uses a ticket once (RFC 8446, C.4; OpenSSL's client does): unless each
+    // resumption brings new tickets, every other connection is a full handshake. A chain of
+    // three: s1 from a full handshake resumes and gives s2, which resumes and gives s3.
+    scratch_dir dir("ticket_chain");
+    tls_server t({"--workers", "1"});
+    const auto connect = [&](const std::string& in, const std::string& out) {
+        return run("printf 'GET / HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' | "
+                   "timeout 10 openssl s_client -connect 127.0.0.1:" +
+                   t.port_text() + " -tls1_3 -ign_eof -CAfile " + q(cert("ca.pem")) +
+                   (in.empty() ? "" : " -sess_in " + q(dir / in)) + " -sess_out " + q(dir / out) +
+                   " 2>&1")
+            .output;
+    };
+    const std::string first = connect("", "s1");
+    EXPECT_TRUE(has(first, "New, TLSv1.3")) << first;
+    EXPECT_TRUE(has(first, "HTTP/1.1 200 OK")) << first;
+    ASSERT_TRUE(fs::exists(dir / "s1")) << first;
+    const std::string second = connect("s1", "s2");
+    EXPECT_TRUE(has(second, "Reused, TLSv1.3")) << second;
+    EXPECT_TRUE(has(second, "HTTP/1.1 200 OK")) << second;
+    ASSERT_TRUE(fs::exists(dir / "s2")) << "no ticket came on the resumed connection\n" << second;
+    const std::string third = connect("s2", "s3");
+    EXPECT_TRUE(has(third, "Reused, TLSv1.3")) << third;
+    EXPECT_TRUE(has(third, "HTTP/1.1 200 OK")) << third;
+    EXPECT_EQ(t.await(resumed, 2), 2) << t.metrics();
+    EXPECT_EQ(t.metric(full), 1) << t.metrics();
+}
+
+// --- 10. SNI -------------------------------------------------------------------------------------
+
+TEST(TlsSniTest, EachNameGetsItsCertificateAndOthersTheDefault) {
+    scratch_dir dir("sni");
+    const fs::path cfg = dir / "tarry.toml";
+    std::string tables;
+    for (const auto& [names, file] : {std::pair<std::string, std::string>{"\"a.test\"", "a"},
+                                      {"\"b.test\", \"*.b.test\"", "b"}})
+        tables += "[[tls]]\nserver_names = [" + names + "]\ncertificate = \"" +
+                  cert(file + ".pem").string() + "\"\ncertificate_key = \"" +
+                  cert(file + ".key").string() + "\"\n";
+    write_config(cfg, "default", "default", tables);
+    tls_server t({"--config", cfg.string()}, false);
+    for (const auto& [name, cn] : std::vector<std::pair<std::string, std::string>>{
+             {"a.test", "a.test"},
+             {"A.Test", "a.test"}, // names are case-insensitive
+             {"b.test", "b.test"},
+             {"x.b.test", "b.test"},          // the wildcard, one label
+             {"y.x.b.test", "tarry-default"}, // not two
+             {"unknown.test", "tarry-default"},
+             {"", "tarry-default"}}) { // no SNI
+        EXPECT_EQ(served_cn(t, name), cn) << "server name '" << name << "'";
+    }
+    // A client that checks the name against the certificate is satisfied.
+    for (const std::string host : {"a.test", "b.test", "localhost"})
+        EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' https://" + host + ":" +
+                                 t.port_text() + "/",
+                             host))
+                      .output,
+                  "200")
+            << host;
+    EXPECT_EQ(t.metric(failures("peer_alert")), 0);
+}
+
+// --- 11. A reload with a bad key, then a good one ------------------------------------------------
+
+TEST(TlsReloadTest, ABadKeyIsRejectedKeepingTheRunningCertificateThenAGoodOneSwitches) {
+    scratch_dir dir("reload_bad");
+    const fs::path cfg = dir / "tarry.toml";
+    const fs::path log = dir / "out.log";
+    write_config(cfg, "default", "default");
+    tls_server t({"--config", cfg.string()}, false, log);
+    ASSERT_EQ(served_cn(t, "localhost"), "tarry-default");
+    const std::string rejected = "reload rejected, keeping the running configuration: ";
+    std::size_t n = 0;
+    for (const std::string bad_key : {"other", "garbage"}) {
+        SCOPED_TRACE(bad_key);
+        write_config(cfg, "renewed", bad_key);
+        ::kill(t.pid(), SIGHUP);
+        ++n;
+        for (int i = 0; i < 100 && count(slurp(log), rejected) < n; ++i)
+            std::this_thread::sleep_for(50ms);
+        const std::string out = slurp(log);
+        EXPECT_EQ(count(out, rejected), n) << out;
+        EXPECT_EQ(count(out, bad_key + ".key"), 1U) << "one line naming the key\n" << out;
+        EXPECT_EQ(served_cn(t, "localhost"), "tarry-default") << "the running certificate";
+        EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+    }
+    write_config(cfg, "renewed", "renewed");
+    ::kill(t.pid(), SIGHUP);
+    std::string cn;
+    for (int i = 0; i < 100 && (cn = served_cn(t, "localhost")) != "tarry-renewed"; ++i)
+        std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(cn, "tarry-renewed") << slurp(log);
+    EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+    EXPECT_EQ(count(slurp(log), rejected), 2U) << slurp(log);
+    EXPECT_TRUE(t.alive());
+}
+
+// --- 12. --check-config --------------------------------------------------------------------------
+
+TEST(TlsCheckConfigTest, AMismatchedKeyExitsTwoAndAnExpiredCertificateWarns) {
+    const std::string listen = "--listen 127.0.0.1:" + std::to_string(free_port()) +
+                               " --tls-listen 127.0.0.1:" + std::to_string(free_port());
+    for (const std::string key : {"other", "garbage"}) {
+        SCOPED_TRACE(key);
+        const run_result r =
+            run_tarry("--check-config " + listen + " --tls-certificate " + q(cert("default.pem")) +
+                      " --tls-certificate-key " + q(cert(key + ".key")));
+        EXPECT_EQ(r.status, 2) << r.output;
+        EXPECT_EQ(count(r.output, "\n"), 1U) << r.output;
+        EXPECT_TRUE(r.output.starts_with("tarry: tls_certificate: ")) << r.output;
+        EXPECT_TRUE(has(r.output, key + ".key")) << r.output;
+    }
+    const run_result expired =
+        run_tarry("--check-config " + listen + " --tls-certificate " + q(cert("expired.pem")) +
+                  " --tls-certificate-key " + q(cert("expired.key")));
+    EXPECT_EQ(expired.status, 0) << expired.output;
+    EXPECT_TRUE(has(expired.output, "tarry: warning: tls_certificate: the certificate " +
+                                        cert("expired.pem").string() + " expired on Jan 31"))
+        << expired.output;
+    EXPECT_TRUE(has(expired.output, "configuration OK")) << expired.output;
+    const run_result good =
+        run_tarry("--check-config " + listen + " --tls-certificate " + q(cert("default.pem")) +
+                  " --tls-certificate-key " + q(cert("default.key")));
+    EXPECT_EQ(good.status, 0) << good.output;
+    EXPECT_FALSE(has(good.output, "warning")) << good.output;
+}
+
+// --- 13. Pressure: silent handshakes at the connection limit -------------------------------------
+
+TEST(TlsPressureTest, SilentHandshakesAtTheLimitAreReclaimedForARealClient) {
+    tls_server t({"--max-connections", "20", "--workers", "1"});
+    std::this_thread::sleep_for(200ms); // the start-up probe's connection is gone
+    std::vector<std::unique_ptr<test_client>> silent;
+    for (int i = 0; i < 20; ++i) {
+        silent.push_back(std::make_unique<test_client>(t.port()));
+        ASSERT_TRUE(silent.back()->connected());
+    }
+    EXPECT_EQ(t.await(handshaking, 20), 20) << t.metrics();
+    std::this_thread::sleep_for(1100ms); // past the grace (keep_alive_min_timeout / 10)
+    const auto start = steady::now();
+    const command_result r = run(t.curl("-o /dev/null -w '%{response_code}' " + t.url()));
+    EXPECT_EQ(r.output, "200");
+    EXPECT_LT(steady::now() - start, 3s) << "no wait for a handshake timeout (10 s)";
+    EXPECT_GE(t.await(closes("pressure"), 1), 1) << t.metrics();
+    int closed = 0;
+    for (auto& c : silent)
+        closed += c->wait_closed(10ms).has_value() ? 1 : 0;
+    EXPECT_GE(closed, 1) << "a silent handshake gave its place";
+    EXPECT_EQ(t.metric(failures("timeout")), 0);
+}
+
+// --- 14. A reset mid-handshake -------------------------------------------------------------------
+
+TEST(TlsResetTest, AResetMidHandshakeCostsNothingAndIsCountedAsClientClosed) {
+    tls_server t({"--workers", "1"});
+    const std::string hello = client_hello();
+    for (int i = 1; i <= 10; ++i) {
+        const int fd = raw_connect(t.port());
+        ASSERT_GE(fd, 0);
+        const std::string half = hello.substr(0, hello.size() / 2);
+        ASSERT_EQ(::send(fd, half.data(), half.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(half.size()));
+        // Accepted and waiting for the rest, then reset.
+        const double waiting = t.await(handshaking, 1);
+        reset(fd);
+        ASSERT_EQ(waiting, 1) << t.metrics();
+        ASSERT_EQ(t.await(failures("client_closed"), i), i) << t.metrics();
+    }
+    EXPECT_EQ(t.await(closes("handshake"), 10), 10);
+    EXPECT_EQ(t.await_equal(handshaking, 0), 0);
+    EXPECT_TRUE(t.alive());
+    EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+}
+
+// --- 15. Forged records after the handshake ------------------------------------------------------
+
+struct forged {
+    std::string name;
+    std::string record;
+    int alert; ///< what the server must answer with
+};
+
+std::vector<forged> forgeries() {
+    return {
+        // Application data whose tag cannot authenticate.
+        {"bad MAC", std::string("\x17\x03\x03\x00\x20", 5) + std::string(32, '\x42'),
+         SSL_AD_BAD_RECORD_MAC},
+        // change_cipher_spec after the handshake.
+        {"change_cipher_spec", std::string("\x14\x03\x03\x00\x01\x01", 6),
+         SSL_AD_UNEXPECTED_MESSAGE},
+        // A header announcing more than 2^14 + 256 bytes.
+        {"oversized", std::string("\x17\x03\x03\x48\x00", 5) + std::string(64, '\x42'),
+         SSL_AD_RECORD_OVERFLOW},
+    };
+}
+
+TEST(TlsForgedRecordTest, ForgedRecordsAfterATls13HandshakeGetAnAlertAndAClose) {
+    tls_server t({"--workers", "1"});
+    int n = 0;
+    for (const forged& f : forgeries()) {
+        SCOPED_TRACE(f.name);
+        ossl_client c(t.port(), TLS1_3_VERSION);
+        ASSERT_TRUE(c.connected()) << c.error();
+        const std::string r = c.get("/before");
+        ASSERT_TRUE(r.starts_with("HTTP/1.1 200 OK")) << r;
+        ASSERT_EQ(::send(c.fd(), f.record.data(), f.record.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(f.record.size()));
+        int reason = 0;
+        const std::string failure = c.read_failure(reason);
+        EXPECT_EQ(reason, SSL_AD_REASON_OFFSET + f.alert) << "the client read: " << failure;
+        EXPECT_TRUE(c.socket_ends()) << "then the TCP end";
+        EXPECT_EQ(t.await(closes("tls"), ++n), n) << t.metrics();
+    }
+    EXPECT_EQ(t.await_equal("tarry_tls_own_record_connections", 0), 0);
+    EXPECT_TRUE(t.alive());
+}
+
+TEST(TlsForgedRecordTest, ABadMacAfterATls12HandshakeGetsAnAlertAndAClose) {
+    tls_server t({"--workers", "1"});
+    ossl_client c(t.port(), TLS1_2_VERSION);
+    ASSERT_TRUE(c.connected()) << c.error();
+    ASSERT_EQ(c.version(), "TLSv1.2");
+    ASSERT_TRUE(c.get("/before").starts_with("HTTP/1.1 200 OK"));
+    const forged f = forgeries().front();
+    ASSERT_EQ(::send(c.fd(), f.record.data(), f.record.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(f.record.size()));
+    int reason = 0;
+    const std::string failure = c.read_failure(reason);
+    EXPECT_EQ(reason, SSL_AD_REASON_OFFSET + SSL_AD_BAD_RECORD_MAC) << failure;
+    EXPECT_TRUE(c.socket_ends());
+    EXPECT_EQ(t.await(closes("tls"), 1), 1) << t.metrics();
+}
+
+TEST(TlsRecordsTest, AnIdleConnectionIsClosedWithCloseNotifyAtTheKeepAliveTimeout) {
+    // The orderly end from tarry's own records (TLS 1.3) and from OpenSSL's (TLS 1.2).
+    tls_server t({"--keep-alive-timeout", "1s", "--workers", "1"});
+    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+        SCOPED_TRACE(version);
+        ossl_client c(t.port(), version);
+        ASSERT_TRUE(c.connected()) << c.error();
+        ASSERT_TRUE(c.get("/").starts_with("HTTP/1.1 200 OK"));
+        int reason = 0;
+        EXPECT_EQ(c.read_failure(reason), "close_notify");
+        EXPECT_TRUE(c.socket_ends());
+    }
+    EXPECT_EQ(t.await(closes("keep_alive_timeout"), 2), 2) << t.metrics();
+}
+
+// --- KeyUpdates while a tunnel streams down ------------------------------------------------------
+
+/// tests/upstream/ws_backend.js as a child process (the WebSocket and raw-upgrade application
+/// of the proxy tests); killed when destroyed.
+class ws_backend {
+public:
+    ws_backend() {
+        int out[2];
+        if (::pipe(out) != 0) return;
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::dup2(out[1], 1);
+            ::close(out[0]);
+            ::close(out[1]);
+            const std::string script =
+                (assets / ".." / ".." / "upstream" / "ws_backend.js").string();
+            ::execlp("node", "node", script.c_str(), "5000", static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        ::close(out[1]);
+        std::string line;
+        const auto deadline = steady::now() + 10s;
+        while (line.find('\n') == std::string::npos && steady::now() < deadline) {
+            pollfd p{out[0], POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            char buf[64];
+            const ssize_t n = ::read(out[0], buf, sizeof buf);
+            if (n <= 0) break;
+            line.append(buf, static_cast<std::size_t>(n));
+        }
+        ::close(out[0]);
+        output_ = line;
+        if (line.find('\n') != std::string::npos)
+            port_ = static_cast<std::uint16_t>(std::stoi(line));
+    }
+    ws_backend(const ws_backend&) = delete;
+    ws_backend& operator=(const ws_backend&) = delete;
+    ~ws_backend() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+    }
+    [[nodiscard]] std::uint16_t port() const { return port_; }
+    [[nodiscard]] const std::string& output() const { return output_; }
+
+private:
+    pid_t pid_ = -1;
+    std::uint16_t port_ = 0;
+    std::string output_;
+};
+
+TEST(TlsTunnelTest, KeyUpdatesWhileATunnelStreamsDownLoseAndRepeatNothing) {
+    // A tunnel reads its client while its output waits for the client to read: a KeyUpdate
+    // may come in with sealed records still unsent, and the server's KeyUpdate in answer must
+    // go out behind them, each byte once, under the right keys.
+    ws_backend app;
+    ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
+    tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1"});
+    constexpr std::size_t total = 24 << 20;
+    for (const bool requested : {true, false}) {
+        SCOPED_TRACE(requested ? "update_requested" : "update_not_requested");
+        ossl_client c(t.port(), TLS1_3_VERSION);
+        ASSERT_TRUE(c.connected()) << c.error();
+        ASSERT_TRUE(c.write_records("GET /flood?n=" + std::to_string(total) +
+                                        " HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
+                                        "Connection: Upgrade\r\n\r\n",
+                                    1 << 14));
+        std::string head;
+        char buf[16384];
+        std::size_t end;
+        while ((end = head.find("\r\n\r\n")) == std::string::npos) {
+            const std::size_t n = c.read_some(buf, sizeof buf);
+            if (n == 0) {
+                int reason = 0;
+                FAIL() << "no 101 (" << c.read_failure(reason) << "), got: " << head;
+            }
+            head.append(buf, n);
+        }
+        ASSERT_TRUE(head.starts_with("HTTP/1.1 101 ")) << head;
+        std::size_t got = head.size() - end - 4;
+        std::size_t wrong = head.find_first_not_of('d', end + 4) == std::string::npos ? 0 : 1;
+        std::size_t updates = 0;
+        std::size_t next_update = 64 << 10;
+        while (got < total) {
+            const std::size_t n = c.read_some(buf, sizeof buf);
+            if (n == 0) break;
+            got += n;
+            wrong += static_cast<std::size_t>(
+                std::count_if(buf, buf + n, [](char ch) { return ch != 'd'; }));
+            if (got >= next_update && got < total - (1 << 20)) {
+                ASSERT_TRUE(c.key_update(requested)) << "after " << got << " bytes";
+                ++updates;
+                next_update += 64 << 10;
+            }
+        }
+        EXPECT_EQ(got, total) << "after " << updates << " KeyUpdates";
+        EXPECT_EQ(wrong, 0U);
+        // No more application data comes until the client half-closes (a byte now was sent
+        // twice); the server's KeyUpdates may (answers read late, after the last byte).
+        c.set_timeout(300ms);
+        const std::size_t extra = c.read_some(buf, sizeof buf);
+        EXPECT_EQ(extra, 0U) << "more bytes than the application sent: "
+                             << std::string(buf, std::min<std::size_t>(extra, 40));
+        EXPECT_GT(updates, 300U);
+    }
+    EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
+}
+
+// --- 16. testssl.sh ------------------------------------------------------------------------------
+
+TEST(TlsTestsslTest, NoVulnerabilityNoOldProtocolNoWeakCipher) {
+    scratch_dir dir("testssl");
+    tls_server t({"--workers", "2"});
+    const fs::path json = dir / "testssl.json";
+    const auto start = steady::now();
+    // Protocols, cipher categories, forward secrecy, server defaults, preference, vulnerabilities
+    // (client simulation and HTTP headers left out: they say nothing of the TLS stack).
+    const command_result r =
+        run("cd " + q(dir.path()) + " && timeout 110 testssl --quiet --color 0 --warnings off " +
+            "--add-ca " + q(cert("ca.pem")) + " -p -s -f -S -P -U --jsonfile " + q(json) +
+            " 127.0.0.1:" + t.port_text());
+    const auto took = std::chrono::duration_cast<std::chrono::seconds>(steady::now() - start);
+    std::cout << "[ testssl  ] " << took.count() << " s" << std::endl;
+    ASSERT_TRUE(fs::exists(json)) << r.output;
+    const command_result findings =
+        run("python3 -c 'import json, sys\nfor f in json.load(open(sys.argv[1])):\n"
+            "    print(f[\"id\"] + \"\\t\" + f[\"severity\"] + \"\\t\" + f[\"finding\"])' " +
+            q(json));
+    ASSERT_EQ(findings.status, 0) << findings.output;
+    std::map<std::string, std::string> finding;
+    std::istringstream lines(findings.output);
+    std::string line;
+    while (std::getline(lines, line)) {
+        const auto a = line.find('\t');
+        const auto b = line.find('\t', a + 1);
+        if (a == std::string::npos || b == std::string::npos) continue;
+        const std::string id = line.substr(0, a);
+        const std::string severity = line.substr(a + 1, b - a - 1);
+        const std::string text = line.substr(b + 1);
+        finding[id] = text;
+        EXPECT_FALSE(has(text, "VULNERABLE")) << line;
+        // Not the server's: the test certificate has no CRL or OCSP address. And the Mozilla
+        // intermediate profile lets the client choose among its ciphers, all strong (checked
+        // below), which testssl rates HIGH.
+        if (id == "cert_revocation" || id == "cipher_order") continue;
+        EXPECT_TRUE(severity != "HIGH" && severity != "CRITICAL") << line;
+    }
+    for (const std::string old : {"SSLv2", "SSLv3", "TLS1", "TLS1_1"})
+        EXPECT_EQ(finding[old], "not offered") << old;
+    EXPECT_EQ(finding["TLS1_2"], "offered");
+    EXPECT_TRUE(finding["TLS1_3"].starts_with("offered")) << finding["TLS1_3"];
+    for (const std::string weak : {"cipherlist_NULL", "cipherlist_aNULL", "cipherlist_EXPORT",
+                                   "cipherlist_LOW", "cipherlist_3DES_IDEA", "cipherlist_AVERAGE"})
+        EXPECT_EQ(finding[weak], "not offered") << weak;
+    // Every cipher offered is an AEAD with forward secrecy (no CBC, no RSA key transport).
+    std::istringstream ciphers(finding["PFS_ciphers"]);
+    std::string c;
+    int n = 0;
+    while (ciphers >> c) {
+        ++n;
+        EXPECT_TRUE(has(c, "GCM") || has(c, "CHACHA20")) << c;
+        EXPECT_TRUE(c.starts_with("TLS_") || c.starts_with("ECDHE-")) << c;
+    }
+    EXPECT_GE(n, 4) << finding["PFS_ciphers"];
+    EXPECT_EQ(finding["ALPN"], "http/1.1");
+    // testssl saw HTTP: its request through s_client got a response it could decrypt.
+    EXPECT_EQ(finding["service"], "HTTP");
+    // Its resumption check closes (stdin at its end) right after the handshake, often before
+    // TLS 1.3's tickets arrive, with any server (openssl s_server too): then it reports a
+    // "connect problem". Resumption itself is TlsPythonTest's; here only a "no" fails.
+    EXPECT_NE(finding["sessionresumption_ticket"], "not supported");
+    EXPECT_EQ(finding["secure_client_renego"], "not vulnerable");
+    EXPECT_TRUE(t.alive());
+}
+
+} // namespace
+} // namespace tarry::test
