@@ -278,21 +278,25 @@ bool stream::adopt_records() noexcept {
     return true;
 }
 
+stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {
+    if (closed) {
+        errno = closed_errno;
+        return nullptr;
+    }
+    try {
+        return &buf();
+    } catch (...) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+}
+
 // --- Records in --------------------------------------------------------------------------------
 
 ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
     if (ssl_ != nullptr) return ssl_recv(out, n);
-    if (broken_) {
-        errno = fail_errno_ != 0 ? fail_errno_ : EPROTO;
-        return -1;
-    }
-    buffers* bp = nullptr;
-    try {
-        bp = &buf();
-    } catch (...) {
-        errno = ENOMEM;
-        return -1;
-    }
+    buffers* bp = buffers_for(broken_, fail_errno_ != 0 ? fail_errno_ : EPROTO);
+    if (bp == nullptr) return -1;
     buffers& b = *bp;
     std::size_t got = 0;
     bool drained = false; // the socket said it is empty (a short read, or EAGAIN)
@@ -518,17 +522,8 @@ bool stream::flush(int fd) noexcept {
 
 ssize_t stream::send(int fd, const char* data, std::size_t n) noexcept {
     if (ssl_ != nullptr) return ssl_send(data, n);
-    if (broken_ || sent_close_) {
-        errno = EPIPE;
-        return -1;
-    }
-    buffers* bp = nullptr;
-    try {
-        bp = &buf();
-    } catch (...) {
-        errno = ENOMEM;
-        return -1;
-    }
+    buffers* bp = buffers_for(broken_ || sent_close_, EPIPE);
+    if (bp == nullptr) return -1;
     buffers& b = *bp;
     const auto* p = reinterpret_cast<const std::uint8_t*>(data);
     // The caller's first b.sent bytes are on the wire already (a flush by recv), the next

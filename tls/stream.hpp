@@ -117,6 +117,9 @@ private:
     /// buffers' `sent`, for send() to report. False when the socket took less (errno set).
     bool flush(int fd) noexcept;
     buffers& buf();
+    /// The buffers for a recv or a send; null, errno set, when this direction is `closed`
+    /// (`closed_errno`) or memory is out (ENOMEM).
+    buffers* buffers_for(bool closed, int closed_errno) noexcept;
 
     SSL* ssl_ = nullptr;
     int fail_errno_ = 0;          ///< what recv reports once broken_ (EPROTO, ECONNRESET)

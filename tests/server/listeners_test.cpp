@@ -20,33 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory for one test's files, removed after it.
-class scratch_dir {
-public:
-    explicit scratch_dir(const std::string& name)
-        : path_(fs::temp_directory_path() / ("tarry_" + name + "_" + std::to_string(::getpid()))) {
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    scratch_dir(const scratch_dir&) = delete;
-    scratch_dir& operator=(const scratch_dir&) = delete;
-    ~scratch_dir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    [[nodiscard]] fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 /// Waits (up to 5 s: the access log flushes within one) until `file` has `text`.
 bool appears(const fs::path& file, const std::string& text) {
     const auto deadline = steady::now() + 5s;

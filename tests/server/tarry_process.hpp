@@ -7,6 +7,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -14,14 +17,46 @@
 
 namespace tarry::test {
 
+/// A fresh directory for one test's files, removed after it.
+class scratch_dir {
+public:
+    explicit scratch_dir(const std::string& name)
+        : path_(std::filesystem::temp_directory_path() /
+                ("tarry_" + name + "_" + std::to_string(::getpid()))) {
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    scratch_dir(const scratch_dir&) = delete;
+    scratch_dir& operator=(const scratch_dir&) = delete;
+    ~scratch_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    [[nodiscard]] std::filesystem::path operator/(const std::string& name) const {
+        return path_ / name;
+    }
+    [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+/// A whole file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
 struct run_result {
     int status = -1;
     std::string output;
 };
 
-/// Runs the binary with `args` (through the shell), capturing stdout and stderr.
-inline run_result run_tarry(const std::string& args) {
-    const std::string cmd = std::string(TARRY_BINARY) + " " + args + " 2>&1";
+/// Runs a shell command, capturing its stdout and stderr and its exit status.
+inline run_result run_shell(const std::string& command) {
+    const std::string cmd = "(" + command + ") 2>&1";
     run_result r;
     FILE* p = ::popen(cmd.c_str(), "r");
     if (p == nullptr) return r;
@@ -32,6 +67,11 @@ inline run_result run_tarry(const std::string& args) {
     const int st = ::pclose(p);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     return r;
+}
+
+/// Runs the binary with `args` (through the shell), capturing stdout and stderr.
+inline run_result run_tarry(const std::string& args) {
+    return run_shell(std::string(TARRY_BINARY) + " " + args);
 }
 
 /// How to start it besides its arguments.

@@ -28,13 +28,6 @@ namespace fs = std::filesystem;
 
 // --- Files and commands --------------------------------------------------------------------------
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 void spit(const fs::path& p, const std::string& text) {
     std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
 }
@@ -51,23 +44,11 @@ std::string q(const fs::path& p) {
     return q(p.string());
 }
 
-struct command_result {
-    int status = -1;
-    std::string output; ///< stdout and stderr
-};
+using command_result = run_result;
 
 /// A shell command, its output (both streams) and exit status.
 command_result run(const std::string& cmd) {
-    command_result r;
-    FILE* p = ::popen(("(" + cmd + ") 2>&1").c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-        r.output.append(buf, n);
-    const int st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
+    return run_shell(cmd);
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -98,27 +79,6 @@ int json_bool(const std::string& json, const std::string& key) {
 }
 
 /// A fresh directory for one test's files, removed after it.
-class scratch_dir {
-public:
-    explicit scratch_dir(const std::string& name)
-        : path_(fs::temp_directory_path() /
-                ("tarry_tls_" + name + "_" + std::to_string(::getpid()))) {
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    scratch_dir(const scratch_dir&) = delete;
-    scratch_dir& operator=(const scratch_dir&) = delete;
-    ~scratch_dir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    [[nodiscard]] fs::path operator/(const std::string& name) const { return path_ / name; }
-    [[nodiscard]] const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
 const fs::path assets = TARRY_TLS_ASSETS;
 
 // --- Certificates, made once per test program ----------------------------------------------------
