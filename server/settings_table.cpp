@@ -32,6 +32,11 @@ void apply_upstream_timeout(upstream_config& u, const setting_value& v) {
     u.*Field = d;
 }
 
+// The shape of every file-path row (certificates, keys): the field it sets.
+template <typename Target, auto Field> void apply_file(Target& t, const setting_value& v) {
+    t.*Field = read_path(v, "a file path", "expected a file path string");
+}
+
 constexpr std::string_view dir_kind = "a directory path";
 constexpr std::string_view dir_expected = "expected a directory path string";
 
@@ -101,19 +106,12 @@ constexpr std::array setting_rows{
             .help = "The default certificate of the TLS addresses (PEM: the certificate, then its "
                     "chain), for clients that name no server [[tls]] lists. A reload (SIGHUP) "
                     "reads it again.",
-            .apply =
-                [](config& c, const setting_value& v) {
-                    c.tls_certificate = read_path(v, "a file path", "expected a file path string");
-                }},
+            .apply = apply_file<config, &config::tls_certificate>},
     setting{.key = "tls_certificate_key",
             .flag = "--tls-certificate-key",
             .type = "FILE",
             .help = "The private key of tls_certificate (PEM).",
-            .apply =
-                [](config& c, const setting_value& v) {
-                    c.tls_certificate_key =
-                        read_path(v, "a file path", "expected a file path string");
-                }},
+            .apply = apply_file<config, &config::tls_certificate_key>},
     setting{.key = "handshake_timeout",
             .flag = "--handshake-timeout",
             .type = "DUR",
@@ -498,19 +496,11 @@ constexpr std::array tls_rows{
     basic_setting<tls_config>{.key = "certificate",
                               .type = "FILE",
                               .help = "Required. The certificate (PEM, then its chain).",
-                              .apply =
-                                  [](tls_config& t, const setting_value& v) {
-                                      t.certificate = read_path(v, "a file path",
-                                                                "expected a file path string");
-                                  }},
+                              .apply = apply_file<tls_config, &tls_config::certificate>},
     basic_setting<tls_config>{.key = "certificate_key",
                               .type = "FILE",
                               .help = "Required. Its private key (PEM).",
-                              .apply =
-                                  [](tls_config& t, const setting_value& v) {
-                                      t.certificate_key = read_path(v, "a file path",
-                                                                    "expected a file path string");
-                                  }},
+                              .apply = apply_file<tls_config, &tls_config::certificate_key>},
 };
 
 #pragma GCC diagnostic pop
