@@ -28,6 +28,9 @@ void ticket_keys::rotate(clock::time_point now) {
     k.made = now;
     keys_.push_front(k);
     ++generations_;
+}
+
+void ticket_keys::forget_old(clock::time_point now) noexcept {
     // A key seals for a quarter of the lifetime, then opens for a whole lifetime more.
     const auto keep = lifetime_ + lifetime_ / 4;
     while (keys_.size() > 1 && now - keys_.back().made > keep)
@@ -42,6 +45,7 @@ int ticket_keys::crypt(unsigned char name[16], unsigned char iv[16], EVP_CIPHER_
     } catch (...) {
         // No randomness: keep sealing with the current key.
     }
+    forget_old(now);
     const key* k = &keys_.front();
     int result = 1;
     if (enc == 1) {

@@ -44,6 +44,8 @@ private:
         clock::time_point made;
     };
     void rotate(clock::time_point now);
+    /// Drops the keys whose tickets have all expired (the newest always stays).
+    void forget_old(clock::time_point now) noexcept;
 
     const std::chrono::seconds lifetime_;
     mutable std::mutex mu_; // taken once per full or resumed handshake, never per request
