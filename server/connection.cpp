@@ -7,8 +7,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include <openssl/ssl.h>
-
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/sendfile.h>

@@ -1170,6 +1170,35 @@ TEST(TlsRecordsTest, AnIdleConnectionIsClosedWithCloseNotifyAtTheKeepAliveTimeou
     EXPECT_EQ(t.await(closes("keep_alive_timeout"), 2), 2) << t.metrics();
 }
 
+TEST(TlsRecordsTest, AGracefulStopEndsIdleConnectionsWithCloseNotifyAndHandshakesAtOnce) {
+    // SIGTERM with two TLS connections idle after a response (TLS 1.3 on tarry's own records,
+    // TLS 1.2 on OpenSSL's) and one accepted that never sent a ClientHello: the stop ends each
+    // at once, the idle ones with close_notify, the handshake silently; the server exits 0.
+    tls_server t({"--workers", "1", "--close-spread-time", "0s", "--keep-alive-min-timeout", "0s"});
+    ossl_client c13(t.port(), TLS1_3_VERSION);
+    ossl_client c12(t.port(), TLS1_2_VERSION);
+    ASSERT_TRUE(c13.connected()) << c13.error();
+    ASSERT_TRUE(c12.connected()) << c12.error();
+    ASSERT_TRUE(c13.get("/").starts_with("HTTP/1.1 200 OK"));
+    ASSERT_TRUE(c12.get("/").starts_with("HTTP/1.1 200 OK"));
+    const int silent = raw_connect(t.port());
+    ASSERT_GE(silent, 0);
+    EXPECT_EQ(t.await_equal("tarry_connections_by_phase{phase=\"handshake\"}", 1), 1)
+        << t.metrics();
+    const auto started = steady::now();
+    EXPECT_EQ(t.stop(), 0);
+    EXPECT_LT(steady::now() - started, 5s) << "nothing waited for drain_timeout";
+    for (ossl_client* c : {&c13, &c12}) {
+        int reason = 0;
+        EXPECT_EQ(c->read_failure(reason), "close_notify");
+        EXPECT_TRUE(c->socket_ends());
+    }
+    const auto [got, ended] = read_to_end(silent);
+    EXPECT_TRUE(ended) << got;
+    EXPECT_TRUE(got.empty()) << "a handshake is closed silently: " << got;
+    ::close(silent);
+}
+
 // --- KeyUpdates while a tunnel streams down ------------------------------------------------------
 
 /// tests/upstream/ws_backend.js as a child process (the WebSocket and raw-upgrade application
