@@ -80,7 +80,7 @@ void connection::start() {
             return;
         }
     }
-    if (!ctx_.poll.add(fd_, *this)) {
+    if (!ctx_.poll.add_tagged(fd_, this)) {
         close(close_reason::error);
         return;
     }

@@ -3,8 +3,8 @@
 #include "close_reason.hpp"
 #include "conn_phase.hpp"
 #include "connection_context.hpp"
-#include "poller.hpp"
 #include "worker_metrics.hpp"
+#include <tarry/net/poller.hpp>
 
 #include <tarry/http/session.hpp>
 #include <tarry/timeouts/idle_entry.hpp>
@@ -86,6 +86,10 @@ public:
     void start();
     /// Readiness edges from the poller (called directly, not through a vtable: see poller).
     void on_events(std::uint32_t events) noexcept;
+    /// The poller's handler for its tagged owners, which are all connections.
+    static void on_poll(void* c, std::uint32_t events) noexcept {
+        static_cast<connection*>(c)->on_events(events);
+    }
 
     /// Graceful stop: idle connections close now; the others finish their request with
     /// Connection: close.

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "poller.hpp"
 #include "worker_metrics.hpp"
 #include "worker_settings.hpp"
+#include <tarry/net/poller.hpp>
 
 #include <tarry/http/date_clock.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
@@ -33,7 +33,7 @@ struct connection_context {
     boost::asio::io_context& io;
     timeouts::timeout_registry& registry;
     http::date_clock& date;
-    poller& poll;
+    net::poller& poll;
     const worker_settings& settings; ///< replaced in place by a reload
     worker_metrics& metrics;
     /// The IPv6 client addresses PROXY headers gave (an IPv4 one fits in the connection).

@@ -1,8 +1,8 @@
 #pragma once
 
 #include "config.hpp"
-#include "poller.hpp"
 #include "worker_metrics.hpp"
+#include <tarry/net/poller.hpp>
 
 #include <tarry/http/router.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
@@ -21,7 +21,7 @@ namespace tarry::server {
 struct handler_context {
     boost::asio::io_context& io;
     timeouts::timeout_registry& registry;
-    poller& poll;
+    net::poller& poll;
     route_counters& routes; ///< where each route's responses are counted
 };
 

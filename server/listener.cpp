@@ -43,7 +43,7 @@ void refuse_if_taken(const listen_address& addr) {
         throw config_error("listen: " + addr.name() + " is already in use by another process");
 }
 
-listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
+listener::listener(boost::asio::io_context& io, net::poller& poll, worker_metrics& metrics,
                    accept_target& target, const listen_address& addr)
     : poll_(poll), metrics_(metrics), target_(target), addr_(addr), retry_(io) {
     const tcp::endpoint ep = endpoint_of(addr);
@@ -65,7 +65,7 @@ listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& me
     if (::listen(fd_, SOMAXCONN) != 0) fail("listen");
 }
 
-listener::listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
+listener::listener(boost::asio::io_context& io, net::poller& poll, worker_metrics& metrics,
                    accept_target& target, const listen_address& addr,
                    std::shared_ptr<shared_socket> shared)
     : poll_(poll), metrics_(metrics), target_(target), addr_(addr), shared_(std::move(shared)),

@@ -1,9 +1,9 @@
 #pragma once
 
 #include "config.hpp"
-#include "poller.hpp"
 #include "shared_socket.hpp"
 #include "worker_metrics.hpp"
+#include <tarry/net/poller.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -46,13 +46,13 @@ protected:
 /// out (EMFILE/ENFILE, or max_connections reached) it reclaims the oldest idle keep-alive
 /// connection and retries; with none to reclaim it pauses before the next accept instead of
 /// spinning on a failing one.
-class listener : public pollable, public std::enable_shared_from_this<listener> {
+class listener : public net::pollable, public std::enable_shared_from_this<listener> {
 public:
     /// Opens, binds and listens; throws std::system_error naming the address.
-    listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
+    listener(boost::asio::io_context& io, net::poller& poll, worker_metrics& metrics,
              accept_target& target, const listen_address& addr);
     /// Accepts from `shared` (a duplicate of its descriptor); throws std::system_error.
-    listener(boost::asio::io_context& io, poller& poll, worker_metrics& metrics,
+    listener(boost::asio::io_context& io, net::poller& poll, worker_metrics& metrics,
              accept_target& target, const listen_address& addr,
              std::shared_ptr<shared_socket> shared);
     listener(const listener&) = delete;
@@ -83,7 +83,7 @@ private:
     void unpause() noexcept;
     [[nodiscard]] bool connection_waiting() const noexcept;
 
-    poller& poll_;
+    net::poller& poll_;
     worker_metrics& metrics_;
     accept_target& target_;
     listen_address addr_;

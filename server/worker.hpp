@@ -6,10 +6,10 @@
 #include "handlers.hpp"
 #include "heap_trimmer.hpp"
 #include "listener.hpp"
-#include "poller.hpp"
 #include "pressure.hpp"
 #include "worker_metrics.hpp"
 #include "worker_settings.hpp"
+#include <tarry/net/poller.hpp>
 
 #include <tarry/http/date_clock.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
@@ -72,7 +72,7 @@ public:
     [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
     [[nodiscard]] timeouts::timeout_registry& registry() noexcept { return registry_; }
     [[nodiscard]] http::date_clock& date() noexcept { return date_; }
-    [[nodiscard]] poller& poll() noexcept { return poller_; }
+    [[nodiscard]] net::poller& poll() noexcept { return poller_; }
     [[nodiscard]] const worker_settings& settings() const noexcept { return settings_; }
     [[nodiscard]] worker_metrics& metrics() noexcept { return metrics_; }
     [[nodiscard]] unsigned index() const noexcept { return index_; }
@@ -104,7 +104,7 @@ private:
     boost::asio::io_context io_;
     timeouts::timeout_registry registry_;
     http::date_clock date_;
-    poller poller_;
+    net::poller poller_;
     worker_settings settings_;
     worker_metrics metrics_;
     std::shared_ptr<http::router> router_; ///< requests in flight keep their handler alive

@@ -180,25 +180,25 @@ void proxy_exchange::connected() {
     ++conn_->uses;
     parser_.emplace(*this);
     if (head_request_) parser_->skip(true);
-    // The upstream may answer before the request is whole. A small response fits the
-    // connection's own 1 KiB buffer (a pooled one has that read pending already): the 64 KiB
-    // one is taken only once a read fills it.
-    conn_->read(upstream_connection::read_size, true);
+    // The upstream may answer before the request is whole.
+    conn_->read();
     pump();
 }
 
 void proxy_exchange::pump() {
-    if (!conn_ || phase_ == phase::connecting || write_pending_) return;
-    if (!pending_.empty()) {
+    if (!conn_ || phase_ == phase::connecting) return;
+    while (!write_pending_ && !pending_.empty()) {
         writing_.swap(pending_);
         pending_.clear();
-        write_pending_ = true;
-        conn_->write(writing_);
+        // Most writes go at once; the others end in on_written.
+        write_pending_ = !conn_->write(writing_);
+        if (!write_pending_) wrote();
         if (body_paused_ && ex_ != nullptr && phase_ != phase::answered) {
             body_paused_ = false;
             ex_->resume_body();
         }
-    } else if (phase_ == phase::tunnel && body_end_ && !up_shut_) {
+    }
+    if (!write_pending_ && phase_ == phase::tunnel && body_end_ && !up_shut_) {
         up_shut_ = true; // every byte the client sent is upstream: pass its half-close on
         conn_->shutdown_send();
         if (up_eof_) {
@@ -207,6 +207,11 @@ void proxy_exchange::pump() {
         }
     }
     rearm();
+}
+
+void proxy_exchange::wrote() noexcept {
+    writing_.clear();
+    if (phase_ == phase::tunnel && writing_.capacity() > max_pending) std::string().swap(writing_);
 }
 
 void proxy_exchange::rearm() {
@@ -282,8 +287,7 @@ void proxy_exchange::on_written(const boost::system::error_code& ec) noexcept {
         connection_failed(ec);
         return;
     }
-    writing_.clear();
-    if (phase_ == phase::tunnel && writing_.capacity() > max_pending) std::string().swap(writing_);
+    wrote();
     try {
         pump();
     } catch (...) {
@@ -341,12 +345,10 @@ void proxy_exchange::read_on() {
     if (up_eof_) return; // a tunnel's upstream said all it will
     const std::size_t room =
         ex_ != nullptr && responded() ? ex_->room() : upstream_connection::read_size;
-    if (room < upstream_connection::read_size / 4) {
+    if (room < upstream_connection::read_size / 4)
         room_paused_ = true;
-        conn_->release_buffer(); // a slow client holds its output queue, not a read buffer too
-    } else {
-        conn_->read(room, conn_->last_read_small());
-    }
+    else
+        conn_->read(room);
     rearm();
 }
 

@@ -46,7 +46,7 @@ class proxy_handler;
 ///
 /// Memory per exchange is bounded (nginx's proxy_buffering, bounded): a read from the upstream
 /// takes at most the room left in the client's output queue (64 KiB), parsed straight from the
-/// read buffer, and the read buffer is given back while the client drains; at most 64 KiB of
+/// thread's read buffer (no connection holds one of its own); at most 64 KiB of
 /// request body waits for the upstream before the client is paused. A slow client holds its
 /// upstream connection longer, not more memory.
 class proxy_exchange final : public http::deferred,
@@ -89,6 +89,7 @@ private:
     void use(std::shared_ptr<upstream_pool> pool, bool fresh = false);
     void connected();
     void pump();
+    void wrote() noexcept;
     void rearm();
     void read_on();
     bool parse(const char* data, std::size_t size, std::size_t& used);

@@ -18,11 +18,11 @@ void proxy_handler::stop() noexcept {
     group_->stop();
 }
 
-std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io,
+std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io, net::poller& poll,
                                                   timeouts::timeout_registry& registry,
                                                   const upstream_settings& settings) {
     return std::make_shared<proxy_handler>(
-        std::make_shared<upstream_group>(io, registry, settings));
+        std::make_shared<upstream_group>(io, poll, registry, settings));
 }
 
 } // namespace tarry::upstream

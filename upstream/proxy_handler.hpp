@@ -47,7 +47,7 @@ private:
 
 /// One worker's proxy handler with a group of its own (throws std::invalid_argument on a bad
 /// server address).
-std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io,
+std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io, net::poller& poll,
                                                   timeouts::timeout_registry& registry,
                                                   const upstream_settings& settings);
 

@@ -2,103 +2,225 @@
 
 #include "upstream_pool.hpp"
 
-#include <tarry/http/recycler.hpp>
-
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <utility>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace tarry::upstream {
 namespace {
 
-// A few kept for the next requests (64 KiB each): more would pin megabytes after a burst, and a
-// buffer not kept is one malloc per request.
-using read_buffers = http::recycler<read_buffer, 4>;
+using buffer_type = std::array<char, upstream_connection::read_size>;
+
+/// The thread's read buffer: a read is consumed before the next one on this thread starts.
+thread_local std::unique_ptr<buffer_type> thread_buffer;
+
+// What a pooled connection costs besides its socket and its shared_ptr block: no buffer (see
+// load/README.md, "The proxy's upstream connections on the worker's poller").
+static_assert(sizeof(upstream_connection) <= 224);
+
+boost::system::error_code error_of(int error) noexcept {
+    return {error, boost::system::system_category()};
+}
 
 } // namespace
 
-upstream_connection::upstream_connection(boost::asio::io_context& io,
+upstream_connection::upstream_connection(boost::asio::io_context& io, net::poller& poll,
                                          timeouts::timeout_registry& registry,
                                          std::weak_ptr<upstream_pool> pool)
-    : sock_(io), registry_(registry), pool_(std::move(pool)),
+    : io_(io), poll_(poll), registry_(registry), pool_(std::move(pool)),
       entry_(timeouts::member_callback<&upstream_connection::on_expire>, this) {}
 
+upstream_connection::~upstream_connection() {
+    close();
+}
+
 void upstream_connection::connect(const endpoint_type& to) {
-    sock_.async_connect(to, [self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec) {
-            // A request's head and its body are two writes: Nagle would hold the second for
-            // the upstream's delayed ACK (40 ms). Not a TCP socket (unix:): nothing to set.
-            boost::system::error_code ignored;
-            self->sock_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-        }
-        if (self->user_ != nullptr) self->user_->on_connected(ec);
-    });
-}
-
-void upstream_connection::write(std::string_view bytes) {
-    boost::asio::async_write(
-        sock_, boost::asio::buffer(bytes.data(), bytes.size()),
-        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-            if (self->user_ != nullptr) self->user_->on_written(ec);
-        });
-}
-
-void upstream_connection::read(std::size_t most, bool small) {
-    // Just taken from the pool, its idle read is still pending: it is this read.
-    if (reading_ || !sock_.is_open()) return;
-    if (small) {
-        release_buffer();
-        start_read(idle_buf_.data(), std::min(most, idle_buf_.size()));
+    connecting_ = true;
+    const int family = to.protocol().family();
+    fd_ = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+        fail_soon(errno);
         return;
     }
-    if (!buf_) buf_ = read_buffers::take();
-    start_read(buf_->bytes.data(), std::min(most, read_size));
+    if (family == AF_INET || family == AF_INET6) {
+        // A request's head and its body may be two sends: Nagle would hold the second for the
+        // upstream's delayed ACK (40 ms).
+        const int on = 1;
+        ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    }
+    if (!poll_.add(fd_, *this, EPOLLIN | EPOLLOUT | EPOLLRDHUP)) {
+        const int error = errno;
+        ::close(fd_);
+        fd_ = -1;
+        fail_soon(error);
+        return;
+    }
+    if (::connect(fd_, to.data(), static_cast<socklen_t>(to.size())) == 0) {
+        writable_ = true; // connected at once (a unix socket): reported from a posted run()
+        kick();
+    } else if (errno != EINPROGRESS && errno != EINTR) {
+        fail_soon(errno); // else the output edge says when
+    }
 }
 
-void upstream_connection::release_buffer() noexcept {
-    if (!buf_ || reading_) return;
-    try {
-        read_buffers::give(std::move(buf_));
-    } catch (...) {
-        buf_.reset();
+bool upstream_connection::write(std::string_view bytes) {
+    out_ = bytes.data();
+    out_left_ = bytes.size();
+    write_owed_ = true;
+    if (fd_ < 0) {
+        fail_soon(EBADF);
+        return false;
     }
+    if (!writable_) return false;
+    switch (flush()) {
+    case sent::all:
+        write_owed_ = false;
+        return true;
+    case sent::failed:
+        if (!running_) kick();
+        return false;
+    case sent::wait:
+        return false;
+    }
+    return false;
+}
+
+upstream_connection::sent upstream_connection::flush() noexcept {
+    while (out_left_ != 0) {
+        const ssize_t n = ::send(fd_, out_, out_left_, MSG_NOSIGNAL);
+        if (n >= 0) {
+            out_ += n;
+            out_left_ -= static_cast<std::size_t>(n);
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            writable_ = false;
+            return sent::wait;
+        } else if (errno != EINTR) {
+            error_ = errno;
+            return sent::failed;
+        }
+    }
+    return sent::all;
+}
+
+void upstream_connection::read(std::size_t most) {
+    if (fd_ < 0 || want_ != 0) return;
+    want_ = std::clamp<std::size_t>(most, 1, read_size);
+    if (readable_ && !running_) kick(); // bytes wait already: no edge will come for them
 }
 
 void upstream_connection::shutdown_send() noexcept {
-    boost::system::error_code ignored;
-    sock_.shutdown(socket_type::shutdown_send, ignored);
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
 }
 
-void upstream_connection::start_read(char* into, std::size_t size) {
-    last_ = into;
-    reading_ = true;
-    sock_.async_read_some(
-        boost::asio::buffer(into, size),
-        [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-            self->reading_ = false;
-            self->last_n_ = n;
-            if (self->user_ != nullptr) {
-                self->user_->on_read(ec, n);
-            } else if (ec != boost::asio::error::operation_aborted) {
-                // Idle in the pool: any byte, EOF or error means it can no longer be used.
-                if (auto pool = self->pool_.lock()) pool->on_idle_event(*self);
+const char* upstream_connection::buffer() const noexcept {
+    return thread_buffer ? thread_buffer->data() : nullptr;
+}
+
+bool upstream_connection::quiet() noexcept {
+    want_ = 0;
+    if (fd_ < 0 || hung_up_ || error_ != 0) return false;
+    if (!readable_) return true;
+    // The last read filled what was asked: whether more waits is not known yet.
+    char c = 0;
+    if (::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+        (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        readable_ = false;
+        return true;
+    }
+    return false;
+}
+
+void upstream_connection::on_events(std::uint32_t events) noexcept {
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) readable_ = true;
+    if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) writable_ = true;
+    if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) hung_up_ = true;
+    run();
+}
+
+void upstream_connection::run() noexcept {
+    const auto self = shared_from_this(); // a callback may drop every other reference
+    running_ = true;
+    if (connecting_) {
+        if (error_ == 0 && !writable_) {
+            running_ = false;
+            return;
+        }
+        connecting_ = false;
+        int error = std::exchange(error_, 0);
+        if (error == 0 && fd_ >= 0) {
+            socklen_t len = sizeof error;
+            if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = errno;
+        }
+        if (user_ != nullptr) user_->on_connected(error_of(error));
+    }
+    for (;;) {
+        if (write_owed_ && (error_ != 0 || writable_)) {
+            const sent s = error_ != 0 ? sent::failed : flush();
+            if (s != sent::wait) {
+                write_owed_ = false;
+                const int error = std::exchange(error_, 0);
+                if (user_ != nullptr) user_->on_written(error_of(error));
+                continue;
             }
-        });
+        }
+        if (want_ == 0 || !readable_ || user_ == nullptr || fd_ < 0) break;
+        if (!thread_buffer) {
+            try {
+                thread_buffer = std::make_unique<buffer_type>();
+            } catch (const std::bad_alloc&) {
+                want_ = 0;
+                user_->on_read(error_of(ENOMEM), 0);
+                continue;
+            }
+        }
+        const ssize_t n = ::recv(fd_, thread_buffer->data(), want_, 0);
+        if (n > 0) {
+            // Less than asked: the socket is drained (unless the peer's FIN is still to read).
+            if (static_cast<std::size_t>(n) < want_ && !hung_up_) readable_ = false;
+            want_ = 0;
+            user_->on_read({}, static_cast<std::size_t>(n));
+        } else if (n == 0) {
+            want_ = 0;
+            user_->on_read(boost::asio::error::eof, 0);
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            readable_ = false;
+        } else if (errno != EINTR) {
+            want_ = 0;
+            user_->on_read(error_of(errno), 0);
+        }
+    }
+    running_ = false;
+    // Idle in its pool: a byte, an EOF or an error all mean it can carry no other request.
+    if (user_ == nullptr && fd_ >= 0 && !connecting_ && (readable_ || hung_up_)) {
+        if (auto pool = pool_.lock()) pool->on_idle_event(*this);
+    }
 }
 
-void upstream_connection::watch_idle() {
-    if (reading_) return; // the pending read tells the pool
-    release_buffer();
-    // A read stays pending while idle, into the small buffer the object carries: an upstream
-    // close is seen at once, and when the connection is taken the same read receives the
-    // start of the response (no cancel, no new operation, no speculative recv).
-    start_read(idle_buf_.data(), idle_buf_.size());
+void upstream_connection::kick() {
+    if (kicked_) return;
+    kicked_ = true;
+    boost::asio::post(io_, [self = shared_from_this()] {
+        self->kicked_ = false;
+        self->run();
+    });
+}
+
+void upstream_connection::fail_soon(int error) {
+    error_ = error;
+    if (!running_) kick();
 }
 
 void upstream_connection::release_kept() noexcept {
-    read_buffers::release();
+    thread_buffer.reset();
 }
 
 void upstream_connection::arm(const timeouts::timeout_kind& kind, timeouts::clock::duration d) {
@@ -117,8 +239,15 @@ bool upstream_connection::shed() noexcept {
 
 void upstream_connection::close() noexcept {
     disarm();
-    boost::system::error_code ignored;
-    sock_.close(ignored);
+    want_ = 0;
+    write_owed_ = false;
+    connecting_ = false;
+    error_ = 0;
+    if (fd_ < 0) return;
+    net::poller::forget(*this); // it may be freed before the batch that holds its events ends
+    ::close(fd_);               // also leaves the poller's set
+    fd_ = -1;
+    readable_ = writable_ = hung_up_ = false;
 }
 
 void upstream_connection::on_expire() noexcept {

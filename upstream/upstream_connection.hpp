@@ -2,27 +2,33 @@
 
 #include "upstream_kinds.hpp"
 
+#include <tarry/net/poller.hpp>
 #include <tarry/timeouts/idle_entry.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
 
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/intrusive/list_hook.hpp>
+#include <boost/system/error_code.hpp>
 
-#include <array>
 #include <cstddef>
 #include <memory>
-#include <string>
+#include <string_view>
 
 namespace tarry::upstream {
 
 class upstream_pool;
 
 /// Who an upstream connection reports to while it carries a request (a proxied exchange).
+/// Never called from within the connection's own calls: from the worker's poller, or a posted
+/// handler.
 class connection_user {
 public:
     virtual void on_connected(const boost::system::error_code& ec) noexcept = 0;
+    /// A write that write() could not finish at once has finished, or failed.
     virtual void on_written(const boost::system::error_code& ec) noexcept = 0;
+    /// `n` bytes are at buffer(), until this returns; or `ec` (asio::error::eof: the upstream
+    /// closed its side).
     virtual void on_read(const boost::system::error_code& ec, std::size_t n) noexcept = 0;
     /// The current phase's timeout expired; the socket is still open.
     virtual void on_timeout() noexcept = 0;
@@ -34,43 +40,41 @@ protected:
     ~connection_user() = default;
 };
 
-/// An upstream connection's read buffer, from a per-thread free list while the connection
-/// carries a request, given back while it waits in a pool.
-struct read_buffer {
-    static constexpr std::size_t size = 64 * std::size_t{1024};
-    std::array<char, size> bytes;
-};
-
-/// One connection to one upstream server, on a plain Asio socket (TCP or a unix socket through
-/// the generic protocol). It has one timeout entry, enrolled in the list of what it waits for
-/// now (upstream_kinds): the connect, a write, the first response byte, the next response
-/// bytes, or its time idle in the pool. Completions go to its user while it carries a request,
-/// to its pool while idle. Asynchronous operations hold it by shared_ptr, so it outlives its
-/// pool and its user.
+/// One connection to one upstream server (TCP, or a unix socket), a non-blocking socket in the
+/// worker's edge-triggered poller, like the client connections: registered once when it
+/// connects, its readiness tracked here (set by an edge, cleared by EAGAIN or a short read), so
+/// a request costs one send and one recv upstream, with no re-arming and no recv that finds
+/// nothing.
 ///
-/// Idle in a pool it holds no 64 KiB buffer: its pending read goes into a small one of its own
-/// (an upstream close, or bytes it should not send, both make it unusable).
-class upstream_connection : public std::enable_shared_from_this<upstream_connection> {
+/// It reads into one 64 KiB buffer per thread, which its user consumes before on_read returns
+/// (parsed, copied into the client's output): a connection holds no buffer of its own, busy or
+/// idle. It has one timeout entry, enrolled in the list of what it waits for now
+/// (upstream_kinds): the connect, a write, the first response byte, the next response bytes, or
+/// its time idle in the pool. Events go to its user while it carries a request, to its pool
+/// while idle (any byte, EOF or error makes an idle connection unusable). Its owners hold it by
+/// shared_ptr, so it outlives its pool and its user; it may be freed in the middle of a poller
+/// batch (it forgets its events first).
+class upstream_connection : public net::pollable,
+                            public std::enable_shared_from_this<upstream_connection> {
 public:
-    using socket_type = boost::asio::generic::stream_protocol::socket;
     using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
-    static constexpr std::size_t read_size = read_buffer::size;
+    /// The most one read takes.
+    static constexpr std::size_t read_size = 64 * std::size_t{1024};
 
-    upstream_connection(boost::asio::io_context& io, timeouts::timeout_registry& registry,
-                        std::weak_ptr<upstream_pool> pool);
+    upstream_connection(boost::asio::io_context& io, net::poller& poll,
+                        timeouts::timeout_registry& registry, std::weak_ptr<upstream_pool> pool);
     upstream_connection(const upstream_connection&) = delete;
     upstream_connection& operator=(const upstream_connection&) = delete;
-    ~upstream_connection() = default;
+    ~upstream_connection();
 
+    /// Connects to `to`: on_connected follows.
     void connect(const endpoint_type& to);
-    /// Writes all of `bytes`, which must stay alive until on_written.
-    void write(std::string_view bytes);
-    /// Reads up to `most` bytes (at most read_size) into buffer(); no effect if a read is
-    /// pending already. `small`: into the connection's own 1 KiB buffer, the 64 KiB one given
-    /// back (a quiet tunnel).
-    void read(std::size_t most = read_size, bool small = false);
-    /// Gives the 64 KiB buffer back while no read is pending (a paused response).
-    void release_buffer() noexcept;
+    /// Sends `bytes`. True if all of them went at once (nothing follows); false if on_written
+    /// follows, and `bytes` must stay alive until it does.
+    bool write(std::string_view bytes);
+    /// Asks for the next bytes, at most `most` (at most read_size): on_read follows. No effect if
+    /// a read is asked already or the connection is closed.
+    void read(std::size_t most = read_size);
     /// Shuts the writing side (a tunnel passes the client's half-close on).
     void shutdown_send() noexcept;
 
@@ -83,18 +87,14 @@ public:
     void set_user(connection_user* u) noexcept { user_ = u; }
     [[nodiscard]] connection_user* user() const noexcept { return user_; }
     void close() noexcept;
-    [[nodiscard]] bool is_open() const noexcept { return sock_.is_open(); }
-    [[nodiscard]] bool reading() const noexcept { return reading_; }
+    [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
 
-    /// The bytes of the last read.
-    [[nodiscard]] const char* buffer() const noexcept { return last_; }
-    /// Whether the last read would have fit the connection's own small buffer.
-    [[nodiscard]] bool last_read_small() const noexcept { return last_n_ < idle_buf_.size(); }
+    /// The bytes of the read being delivered (valid during on_read).
+    [[nodiscard]] const char* buffer() const noexcept;
 
-    /// Idle in its pool: gives its 64 KiB buffer back and keeps a read pending into a small one
-    /// of its own, which tells the pool if the upstream closes it; taken again, that read is the
-    /// first of the response. Throws std::bad_alloc if the read cannot be queued.
-    void watch_idle();
+    /// Going idle in its pool: whether nothing waits on the socket (no byte, no EOF, no error),
+    /// so it can carry another request. From then on any event tells the pool.
+    [[nodiscard]] bool quiet() noexcept;
 
     /// The connection whose timeout entry `e` is (walking an upstream kind's list): checked.
     static upstream_connection& from(const timeouts::idle_entry& e) noexcept {
@@ -102,7 +102,7 @@ public:
     }
     /// Closes it if it waits idle in its pool, to free its descriptor. False otherwise.
     bool shed() noexcept;
-    /// Frees the read buffers this thread keeps for reuse.
+    /// Frees this thread's read buffer (kept for the next read).
     static void release_kept() noexcept;
 
     /// Requests this connection carried (1 on its first).
@@ -114,20 +114,40 @@ public:
     std::shared_ptr<upstream_connection> pooled; ///< set while idle in the pool
     bool hinted = false; ///< its idle time was shortened by the upstream's Keep-Alive hint
 
-private:
-    void on_expire() noexcept;
-    void start_read(char* into, std::size_t size);
+    // net::pollable
+    void on_events(std::uint32_t events) noexcept override;
 
-    socket_type sock_;
+private:
+    enum class sent : std::uint8_t { all, wait, failed };
+
+    void on_expire() noexcept;
+    /// Delivers what is due: the connect's result, a write's end, reads while the socket has
+    /// bytes, or (idle) the event to the pool.
+    void run() noexcept;
+    /// run() from a posted handler: what is due was found outside the poller's events.
+    void kick();
+    sent flush() noexcept;
+    void fail_soon(int error);
+
+    boost::asio::io_context& io_;
+    net::poller& poll_;
     timeouts::timeout_registry& registry_;
     std::weak_ptr<upstream_pool> pool_;
     timeouts::idle_entry entry_;
-    std::unique_ptr<read_buffer> buf_; ///< while it carries a request
-    const char* last_ = nullptr;       ///< where the last read went
     connection_user* user_ = nullptr;
-    std::size_t last_n_ = 0; ///< bytes of the last read
-    bool reading_ = false;
-    std::array<char, 1024> idle_buf_{}; ///< the read pending while idle (a response's start)
+    const char* out_ = nullptr; ///< what write() has not sent yet
+    std::size_t out_left_ = 0;
+    std::size_t want_ = 0; ///< the size of the read asked for (0: none)
+    int fd_ = -1;
+    int error_ = 0; ///< a connect or send failure found at once, delivered by run()
+    // What the poller said (edges), and what is owed.
+    bool readable_ = false;
+    bool writable_ = false;
+    bool hung_up_ = false;
+    bool connecting_ = false;
+    bool write_owed_ = false; ///< on_written is owed
+    bool running_ = false;    ///< inside run(): what is asked now is delivered by it
+    bool kicked_ = false;     ///< a run() is posted
 };
 
 } // namespace tarry::upstream

@@ -4,12 +4,12 @@
 
 namespace tarry::upstream {
 
-upstream_group::upstream_group(boost::asio::io_context& io, timeouts::timeout_registry& registry,
-                               upstream_settings settings)
+upstream_group::upstream_group(boost::asio::io_context& io, net::poller& poll,
+                               timeouts::timeout_registry& registry, upstream_settings settings)
     : settings_(std::move(settings)) {
     if (settings_.servers.empty()) throw std::invalid_argument("upstream has no server");
     for (const auto& s : settings_.servers)
-        pools_.push_back(std::make_shared<upstream_pool>(io, registry, settings_, s));
+        pools_.push_back(std::make_shared<upstream_pool>(io, poll, registry, settings_, s));
 }
 
 std::shared_ptr<upstream_pool> upstream_group::pick(const upstream_pool* except) {

@@ -25,8 +25,8 @@ namespace tarry::upstream {
 class upstream_group {
 public:
     /// Throws std::invalid_argument if a server address cannot be parsed.
-    upstream_group(boost::asio::io_context& io, timeouts::timeout_registry& registry,
-                   upstream_settings settings);
+    upstream_group(boost::asio::io_context& io, net::poller& poll,
+                   timeouts::timeout_registry& registry, upstream_settings settings);
     upstream_group(const upstream_group&) = delete;
     upstream_group& operator=(const upstream_group&) = delete;
 

@@ -2,9 +2,10 @@
 
 namespace tarry::upstream {
 
-upstream_pool::upstream_pool(boost::asio::io_context& io, timeouts::timeout_registry& registry,
+upstream_pool::upstream_pool(boost::asio::io_context& io, net::poller& poll,
+                             timeouts::timeout_registry& registry,
                              const upstream_settings& settings, server_address server)
-    : io_(io), registry_(registry), settings_(settings), name_(std::move(server.name)),
+    : io_(io), poll_(poll), registry_(registry), settings_(settings), name_(std::move(server.name)),
       endpoint_(server.endpoint) {}
 
 upstream_pool::~upstream_pool() {
@@ -25,7 +26,7 @@ std::shared_ptr<upstream_connection> upstream_pool::take() {
 }
 
 std::shared_ptr<upstream_connection> upstream_pool::open() {
-    auto c = std::make_shared<upstream_connection>(io_, registry_, weak_from_this());
+    auto c = std::make_shared<upstream_connection>(io_, poll_, registry_, weak_from_this());
     metrics_.opened.add();
     metrics_.busy.add();
     if (++busy_ > peak_busy_) peak_busy_ = busy_;
@@ -48,9 +49,13 @@ void upstream_pool::give_back(std::shared_ptr<upstream_connection> c,
         metrics_.closed(hinted ? upstream_close::keep_alive_hint : upstream_close::max_idle);
         return;
     }
+    if (!c->quiet()) { // the upstream closed it, or sent bytes it should not have
+        c->close();
+        metrics_.closed(upstream_close::upstream_close);
+        return;
+    }
     if (idle_count_ >= settings_.max_idle) remove_idle(idle_.front(), upstream_close::max_idle);
     c->arm(upstream_kinds::pooled, keep);
-    c->watch_idle(); // an upstream close is seen at once
     c->hinted = hinted;
     upstream_connection& raw = *c;
     idle_.push_back(raw);

@@ -19,7 +19,7 @@ namespace tarry::upstream {
 /// Idle connections are kept in an intrusive list, most recently used last: a request takes the
 /// tail (its socket is the warmest, and the upstream is least likely to be closing it), while
 /// the oldest, at the head, are the first to expire through their own timeout entry. Every
-/// operation on the list is O(1). Each idle connection waits for readability, so an upstream
+/// operation on the list is O(1). An idle connection stays in the worker's poller, so an upstream
 /// that closes it (EOF, reset) takes it out of the pool at once instead of at the next request.
 ///
 /// Sized by demand, as HAProxy sizes its server pools: a connection that finishes its request
@@ -30,8 +30,9 @@ namespace tarry::upstream {
 /// idle_timeout. Nothing is shared across threads.
 class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
-    upstream_pool(boost::asio::io_context& io, timeouts::timeout_registry& registry,
-                  const upstream_settings& settings, server_address server);
+    upstream_pool(boost::asio::io_context& io, net::poller& poll,
+                  timeouts::timeout_registry& registry, const upstream_settings& settings,
+                  server_address server);
     upstream_pool(const upstream_pool&) = delete;
     upstream_pool& operator=(const upstream_pool&) = delete;
     ~upstream_pool();
@@ -90,6 +91,7 @@ private:
     void purge(timeouts::clock::time_point now) noexcept;
 
     boost::asio::io_context& io_;
+    net::poller& poll_;
     timeouts::timeout_registry& registry_;
     const upstream_settings& settings_;
     std::string name_;

@@ -92,7 +92,7 @@ protected:
 
     void start() {
         custom.push_back({"/", [this](server::handler_context& h) {
-                              proxy = upstream::make_proxy_handler(h.io, h.registry, ups);
+                              proxy = upstream::make_proxy_handler(h.io, h.poll, h.registry, ups);
                               return proxy;
                           }});
         ServerTest::start();

@@ -291,12 +291,12 @@ TEST_F(ProxyTunnelTest, TheTwoDirectionsFlowIndependently) {
 }
 
 TEST_F(ProxyTunnelTest, AnUpgradeOnARouteThatRefusesUpgradesGoesUpAsAnOrdinaryRequest) {
-    custom.push_back({"/", [this](server::handler_context& h) {
-                          proxy = std::make_shared<upstream::proxy_handler>(
-                              std::make_shared<upstream::upstream_group>(h.io, h.registry, ups),
-                              false);
-                          return proxy;
-                      }});
+    custom.push_back(
+        {"/", [this](server::handler_context& h) {
+             proxy = std::make_shared<upstream::proxy_handler>(
+                 std::make_shared<upstream::upstream_group>(h.io, h.poll, h.registry, ups), false);
+             return proxy;
+         }});
     ServerTest::start();
     ws_client ws(port, "/echo");
     EXPECT_FALSE(ws.open()) << "no 101 without the Upgrade field";

@@ -13,12 +13,13 @@ using namespace std::chrono_literals;
 class UpstreamGroupTest : public ::testing::Test {
 protected:
     boost::asio::io_context io;
+    net::poller poller{io};
     timeouts::timeout_registry registry{io};
 
     upstream_group make(std::size_t servers, upstream_settings s = {}) {
         for (std::size_t i = 0; i < servers; ++i)
             s.servers.push_back(server_address::parse("127.0.0.1:" + std::to_string(9001 + i)));
-        return upstream_group(io, registry, s);
+        return upstream_group(io, poller, registry, s);
     }
     static std::string name(const std::shared_ptr<upstream_pool>& p) {
         return p ? p->name() : "none";
@@ -92,7 +93,7 @@ TEST_F(UpstreamGroupTest, AMarkEndsAfterFailTimeout) {
 
 TEST_F(UpstreamGroupTest, AGroupNeedsAServer) {
     upstream_settings s;
-    EXPECT_THROW(upstream_group(io, registry, s), std::invalid_argument);
+    EXPECT_THROW(upstream_group(io, poller, registry, s), std::invalid_argument);
 }
 
 TEST(ServerAddressTest, TypedAddressesAndTextAgree) {

@@ -19,11 +19,14 @@ using boost::asio::ip::tcp;
 class UpstreamPoolTest : public ::testing::Test {
 protected:
     boost::asio::io_context io;
+    net::poller poller{io};
     timeouts::timeout_registry registry{io};
     tcp::acceptor acceptor{io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)};
     std::vector<std::shared_ptr<tcp::socket>> accepted; ///< the upstream's side
     upstream_settings settings;
     std::shared_ptr<upstream_pool> pool;
+
+    UpstreamPoolTest() { poller.start(); }
 
     /// Runs what is ready (an io_context that ran out of work stops: restart it first).
     void poll() {
@@ -34,7 +37,7 @@ protected:
     void make() {
         settings.servers = {
             server_address::parse("127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()))};
-        pool = std::make_shared<upstream_pool>(io, registry, settings, settings.servers[0]);
+        pool = std::make_shared<upstream_pool>(io, poller, registry, settings, settings.servers[0]);
     }
 
     /// `n` connections opened and connected at once: busy together.

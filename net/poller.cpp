@@ -1,16 +1,17 @@
 #include "poller.hpp"
 
-#include "connection.hpp"
-
 #include <cerrno>
 #include <system_error>
 
-namespace tarry::server {
+namespace tarry::net {
 
 namespace {
 
-/// Set in the event data of a client connection (objects are at least 8-byte aligned).
-constexpr std::uintptr_t connection_tag = 1;
+/// Set in the event data of an owner added with add_tagged().
+constexpr std::uintptr_t tag = 1;
+
+/// The poller dispatching a batch on this thread (a thread runs one worker's poller).
+thread_local poller* dispatching = nullptr;
 
 int make_epoll() {
     const int fd = ::epoll_create1(EPOLL_CLOEXEC);
@@ -20,7 +21,8 @@ int make_epoll() {
 
 } // namespace
 
-poller::poller(boost::asio::io_context& io) : epoll_(io, make_epoll()) {}
+poller::poller(boost::asio::io_context& io, tagged_handler tagged)
+    : epoll_(io, make_epoll()), tagged_(tagged) {}
 
 poller::~poller() {
     stop();
@@ -30,10 +32,8 @@ bool poller::add(int fd, pollable& owner, std::uint32_t events) noexcept {
     return add(fd, static_cast<void*>(&owner), events);
 }
 
-bool poller::add(int fd, connection& owner) noexcept {
-    static_assert(alignof(connection) > connection_tag);
-    return add(fd,
-               reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(&owner) | connection_tag),
+bool poller::add_tagged(int fd, void* owner) noexcept {
+    return add(fd, reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(owner) | tag),
                EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 }
 
@@ -46,6 +46,14 @@ bool poller::add(int fd, void* data, std::uint32_t events) noexcept {
 
 void poller::remove(int fd) noexcept {
     ::epoll_ctl(epoll_.native_handle(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void poller::forget(const pollable& owner) noexcept {
+    poller* const p = dispatching;
+    if (p == nullptr) return;
+    for (int i = p->next_; i < p->count_; ++i) {
+        if (p->events_[i].data.ptr == &owner) p->events_[i].data.ptr = nullptr;
+    }
 }
 
 void poller::start() {
@@ -74,16 +82,23 @@ void poller::dispatch() {
     for (int round = 0; round < 4; ++round) {
         const int n = ::epoll_wait(epoll_.native_handle(), events_.data(),
                                    static_cast<int>(events_.size()), 0);
-        if (n > 0) reaped_ = timeouts::clock::now(); // one reading for the whole batch
-        for (int i = 0; i < n; ++i) {
-            const auto bits = reinterpret_cast<std::uintptr_t>(events_[i].data.ptr);
-            if ((bits & connection_tag) != 0)
-                reinterpret_cast<connection*>(bits & ~connection_tag)->on_events(events_[i].events);
-            else
-                static_cast<pollable*>(events_[i].data.ptr)->on_events(events_[i].events);
+        if (n <= 0) return;
+        reaped_ = timeouts::clock::now(); // one reading for the whole batch
+        count_ = n;
+        dispatching = this;
+        for (next_ = 0; next_ < n;) {
+            const epoll_event& e = events_[next_++];
+            const auto bits = reinterpret_cast<std::uintptr_t>(e.data.ptr);
+            if ((bits & tag) != 0)
+                tagged_(reinterpret_cast<void*>(bits & ~tag), e.events);
+            else if (bits != 0) // zero: forgotten
+                static_cast<pollable*>(e.data.ptr)->on_events(e.events);
         }
+        dispatching = nullptr;
+        count_ = 0;
+        next_ = 0;
         if (n < static_cast<int>(events_.size())) return;
     }
 }
 
-} // namespace tarry::server
+} // namespace tarry::net

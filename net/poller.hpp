@@ -1,0 +1,93 @@
+#pragma once
+
+#include <tarry/timeouts/idle_entry.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <array>
+#include <cstdint>
+
+#include <sys/epoll.h>
+
+namespace tarry::net {
+
+/// Something registered with a poller (a listener, an upstream connection): told which
+/// readiness edges arrived.
+class pollable {
+public:
+    virtual void on_events(std::uint32_t events) noexcept = 0;
+
+protected:
+    pollable() = default;
+    pollable(const pollable&) = default;
+    pollable& operator=(const pollable&) = default;
+    ~pollable() = default;
+};
+
+/// An edge-triggered epoll set for a worker's sockets (clients, listeners, upstream
+/// connections), nested in the worker's io_context: Asio waits on the epoll descriptor,
+/// everything else (timers, posted work) stays on Asio.
+///
+/// Why not an Asio socket per connection: Asio's async_wait re-registers the descriptor with
+/// epoll_ctl on every wait (its guard against lost edges), a third system call per request
+/// next to recv and send; its reactor tries a read again after one that returned data (a recv
+/// that finds nothing, per request); and each Asio socket carries a reactor record of its own,
+/// plus an operation while it waits (their sizes, and what leaving them saved: load/README.md,
+/// "Client sockets on the worker's poller"). Here a socket is registered once, for input and
+/// output, edge-triggered; the owner tracks readiness itself (set by an edge, cleared by EAGAIN
+/// or a short read), which is all edge-triggered epoll asks. Closing the descriptor unregisters
+/// it.
+///
+/// An owner may be closed while events for it sit in the batch being dispatched: either it is
+/// not freed inside a batch (client connections free themselves through a posted handler), or
+/// it calls forget() first, which drops its events from the batch.
+///
+/// The most numerous owners, client connections, are not `pollable`: their events go to the
+/// function given at construction, told apart by a tag in the pointer's low bit, which saves
+/// each connection a vtable pointer (8 of the bytes an idle connection costs).
+class poller {
+public:
+    /// Receives the events of owners added with add_tagged().
+    using tagged_handler = void (*)(void* owner, std::uint32_t events) noexcept;
+
+    explicit poller(boost::asio::io_context& io, tagged_handler tagged = nullptr);
+    poller(const poller&) = delete;
+    poller& operator=(const poller&) = delete;
+    ~poller();
+
+    /// Registers `fd` for `events`, edge-triggered. Returns false (errno set) on failure.
+    bool add(int fd, pollable& owner, std::uint32_t events) noexcept;
+    /// Registers `fd` for input and output edges, delivered to the tagged handler with `owner`
+    /// (at least 2-byte aligned).
+    bool add_tagged(int fd, void* owner) noexcept;
+    /// Unregisters `fd` (needed before closing a descriptor whose open file other descriptors
+    /// share, which closing alone would leave registered).
+    void remove(int fd) noexcept;
+    /// Drops the events for `owner` still waiting in the batch this thread's poller is
+    /// dispatching, if any: called by an owner that may be freed before the batch ends.
+    static void forget(const pollable& owner) noexcept;
+
+    /// Waits on Asio for the epoll descriptor; again after each batch until stop().
+    void start();
+    /// No more waiting: lets io_context::run() return once nothing else is pending.
+    void stop() noexcept;
+    /// When the batch being dispatched was taken from epoll (one clock reading per batch): when
+    /// a request's first bytes were seen, for its duration.
+    [[nodiscard]] timeouts::clock::time_point reaped() const noexcept { return reaped_; }
+
+private:
+    bool add(int fd, void* data, std::uint32_t events) noexcept;
+    void wait();
+    void dispatch();
+
+    boost::asio::posix::stream_descriptor epoll_;
+    tagged_handler tagged_;
+    std::array<epoll_event, 512> events_{};
+    int next_ = 0;  ///< the next event of the batch being dispatched
+    int count_ = 0; ///< the events in that batch
+    timeouts::clock::time_point reaped_{};
+    bool stopped_ = false;
+};
+
+} // namespace tarry::net
