@@ -34,6 +34,10 @@ std::string_view exchange::peer() const noexcept {
     return owner().transport_ != nullptr ? owner().transport_->peer() : std::string_view{};
 }
 
+bool exchange::secure() const noexcept {
+    return owner().transport_ != nullptr && owner().transport_->secure();
+}
+
 void exchange::respond(response_head head) {
     owner().start_response(head);
 }

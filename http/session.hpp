@@ -36,6 +36,8 @@ public:
     /// The client's address ("192.0.2.1", "2001:db8::1"), valid until the next call; empty if
     /// unknown. Looked up when asked: most requests never need it.
     [[nodiscard]] virtual std::string_view peer() noexcept { return {}; }
+    /// The request came over TLS (its scheme is https): a proxy says so upstream.
+    [[nodiscard]] virtual bool secure() const noexcept { return false; }
     /// A response head was written (now, or by a handler answering later): for the access log
     /// and the response metrics. `request` is null when the bytes never made a request; `route`
     /// is the counters of the route that answered (null for the session's own answers).
@@ -74,6 +76,8 @@ public:
     [[nodiscard]] const request_head& request() const noexcept;
     /// The client's address (see session_transport::peer), valid until the next call.
     [[nodiscard]] std::string_view peer() const noexcept;
+    /// The request came over TLS (see session_transport::secure).
+    [[nodiscard]] bool secure() const noexcept;
 
     /// Writes the status line and fields. The session adds Date, Server (unless the head says
     /// otherwise), the framing (Content-Length or Transfer-Encoding) and Connection/Keep-Alive.

@@ -133,6 +133,7 @@ public:
     std::string_view date() noexcept override;
     void wake() noexcept override;
     std::string_view peer() noexcept override;
+    [[nodiscard]] bool secure() const noexcept override { return tls_; }
     void responded(const http::request_head* request, http::route_stats* route, unsigned status,
                    std::uint64_t body_bytes) noexcept override;
 

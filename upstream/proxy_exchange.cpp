@@ -112,7 +112,7 @@ void proxy_exchange::build_request_head(std::string_view server, std::string_vie
         forwarded_for.append(peer);
     }
     if (!forwarded_for.empty()) append_field(head, "X-Forwarded-For", forwarded_for);
-    if (!has_proto) append_field(head, "X-Forwarded-Proto", "http");
+    if (!has_proto) append_field(head, "X-Forwarded-Proto", ex_->secure() ? "https" : "http");
     if (!has_host && !req.host.empty()) append_field(head, "X-Forwarded-Host", req.host);
     if (!upgrade.empty()) {
         // The one hop-by-hop field passed on, with its Connection token: the upstream decides

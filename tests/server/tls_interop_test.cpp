@@ -1307,6 +1307,27 @@ TEST(TlsTunnelTest, KeyUpdatesWhileATunnelStreamsDownLoseAndRepeatNothing) {
     EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
 }
 
+TEST(TlsProxyTest, AnApplicationBehindTheProxyIsToldItsClientUsedHttps) {
+    // Applications build their redirects and cookies' Secure flag from X-Forwarded-Proto: a
+    // request that came over TLS must not be announced as plain http (a redirect loop behind
+    // "force HTTPS" middleware). The same proxy on a plain listener says http.
+    ws_backend app;
+    ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
+    const std::uint16_t plain = free_port();
+    tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1",
+                  "--listen", "127.0.0.1:" + std::to_string(plain)});
+    EXPECT_EQ(run(t.curl(q(t.url() + "forwarded"))).output, "proto=https host=localhost:" +
+                                                                 t.port_text());
+    EXPECT_EQ(run("timeout 30 curl -sS --max-time 20 http://127.0.0.1:" + std::to_string(plain) +
+                  "/forwarded")
+                  .output,
+              "proto=http host=127.0.0.1:" + std::to_string(plain));
+    // Two requests on one keep-alive connection (curl reuses it): both say https.
+    const std::string one = "proto=https host=localhost:" + t.port_text();
+    EXPECT_EQ(run(t.curl(q(t.url() + "forwarded") + " " + q(t.url() + "forwarded"))).output,
+              one + one);
+}
+
 // --- 16. testssl.sh ------------------------------------------------------------------------------
 
 TEST(TlsTestsslTest, NoVulnerabilityNoOldProtocolNoWeakCipher) {

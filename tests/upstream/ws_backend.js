@@ -7,6 +7,8 @@
 //   /raw        Upgrade: tarry-raw, by Node's own upgrade event: a byte stream echoed back; when
 //               the client half-closes, "bye:N" (N bytes received) and the server's half-close
 //   /stats      plain HTTP: {"connections":N,"upgrades":N,"open":N}
+//   /forwarded  plain HTTP: "proto=<X-Forwarded-Proto> host=<X-Forwarded-Host>" (what an
+//               application behind a proxy builds its own URLs from)
 //   anything else, plain HTTP: 200 "plain <method> <url> upgrade=<Upgrade field or none>"
 'use strict';
 const http = require('http');
@@ -29,6 +31,10 @@ const server = http.createServer((req, res) => {
     return;
   }
   res.setHeader('Content-Type', 'text/plain');
+  if (req.url === '/forwarded') {
+    res.end(`proto=${req.headers['x-forwarded-proto']} host=${req.headers['x-forwarded-host']}`);
+    return;
+  }
   res.end(`plain ${req.method} ${req.url} upgrade=${req.headers.upgrade || 'none'}`);
 });
 server.on('connection', () => { stats.connections++; });
