@@ -10,6 +10,22 @@
 
 namespace tarry::server {
 
+namespace {
+
+/// `a` in dotted decimal, NUL-terminated, into `out` (at least 16 bytes).
+void write_ipv4(in_addr a, char* out) noexcept {
+    const auto* b = reinterpret_cast<const unsigned char*>(&a.s_addr); // network order
+    for (int i = 0; i < 4; ++i) {
+        unsigned v = b[i];
+        if (v >= 100) *out++ = static_cast<char>('0' + v / 100);
+        if (v >= 10) *out++ = static_cast<char>('0' + v / 10 % 10);
+        *out++ = static_cast<char>('0' + v % 10);
+        *out++ = i < 3 ? '.' : '\0';
+    }
+}
+
+} // namespace
+
 std::string_view connection::peer() noexcept {
     // Asked for by the access log and the few handlers that want it (a proxy's
     // X-Forwarded-For): looked up and kept on the first ask, so idle connections hold no
@@ -48,6 +64,12 @@ std::string_view connection::peer() noexcept {
         peer = io().peer;
     } catch (...) {
         return {};
+    }
+    if (a.ss_family == AF_INET) {
+        // Every proxied request of a keep-alive connection asks anew (the text goes with the
+        // buffers between requests): glibc's inet_ntop formats through sprintf, ten times this.
+        write_ipv4(*static_cast<const in_addr*>(addr), peer);
+        return peer;
     }
     if (::inet_ntop(a.ss_family, addr, peer, INET6_ADDRSTRLEN) == nullptr) {
         peer[0] = '\0';
