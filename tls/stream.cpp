@@ -113,7 +113,56 @@ std::uint8_t suite_index(const SSL* ssl) noexcept {
     return suite_names.size() - 1;
 }
 
+/// The read side OpenSSL is given: a BIO whose reads stream::read_for_openssl serves. The
+/// socket's own BIO makes a read(2) for every piece OpenSSL asks for (a record's 5-byte header,
+/// then its body): two system calls a record, where one recv of what is there serves them all.
+BIO_METHOD* buffered_read_method() noexcept {
+    static BIO_METHOD* const method = [] {
+        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tarry read");
+        if (m == nullptr) return m;
+        BIO_meth_set_read(m, [](BIO* b, char* out, int len) {
+            BIO_clear_retry_flags(b);
+            const int n = static_cast<stream*>(BIO_get_data(b))->read_for_openssl(out, len);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(b);
+            return n;
+        });
+        BIO_meth_set_write(m, [](BIO*, const char*, int) { return -1; });
+        BIO_meth_set_ctrl(m, [](BIO*, int cmd, long, void*) -> long {
+            return cmd == BIO_CTRL_FLUSH || cmd == BIO_CTRL_DUP ? 1 : 0;
+        });
+        BIO_meth_set_create(m, [](BIO* b) {
+            BIO_set_init(b, 1);
+            return 1;
+        });
+        return m;
+    }();
+    return method;
+}
+
 } // namespace
+
+int stream::read_for_openssl(char* out, int len) noexcept {
+    if (len <= 0) return 0;
+    buffers* bp = buffers_for(false, 0);
+    if (bp == nullptr) return -1;
+    buffers& b = *bp;
+    if (b.rec_off == b.in_len) {
+        // Without read-ahead OpenSSL never asks past the record it is reading, so what this
+        // recv brings beyond it stays here: after a TLS 1.3 handshake, the client's first
+        // application records, which recv() then opens from this very buffer.
+        b.rec_off = b.in_len = 0;
+        ssize_t r;
+        do {
+            r = ::recv(fd_, b.in, buffers::in_cap, 0);
+        } while (r < 0 && errno == EINTR);
+        if (r <= 0) return static_cast<int>(r); // 0: the TCP end; -1: errno says (EAGAIN)
+        b.in_len = static_cast<std::size_t>(r);
+    }
+    const std::size_t k = std::min(static_cast<std::size_t>(len), b.in_len - b.rec_off);
+    std::memcpy(out, b.in + b.rec_off, k);
+    b.rec_off += k;
+    return static_cast<int>(k);
+}
 
 void stream::on_secret(const SSL* ssl, const char* line) noexcept {
     auto* self = static_cast<stream*>(SSL_get_app_data(ssl));
@@ -149,6 +198,15 @@ bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
     }
     ssl_ = ctx->new_ssl(fd);
     if (ssl_ == nullptr) return false;
+    BIO* rbio = BIO_new(buffered_read_method());
+    if (rbio == nullptr) {
+        SSL_free(ssl_);
+        ssl_ = nullptr;
+        return false;
+    }
+    BIO_set_data(rbio, this);
+    SSL_set0_rbio(ssl_, rbio); // writes keep the socket's own BIO
+    fd_ = fd;
     hs_->ctx = std::move(ctx);
     SSL_set_app_data(ssl_, this);
     return true;
@@ -200,7 +258,8 @@ void stream::release() noexcept {
 }
 
 bool stream::plaintext_waiting() const noexcept {
-    if (ssl_ != nullptr) return SSL_pending(ssl_) > 0;
+    // (With OpenSSL's object, records read from the socket but not yet opened count too.)
+    if (ssl_ != nullptr) return SSL_pending(ssl_) > 0 || (buf_ && buf_->rec_off != buf_->in_len);
     return buf_ && buf_->plain_len != 0;
 }
 
@@ -238,6 +297,7 @@ step stream::handshake(int fd) noexcept {
     }
     switch (SSL_get_error(ssl_, r)) {
     case SSL_ERROR_WANT_READ:
+        release(); // what was read is OpenSSL's now: a silent client holds no buffer of ours
         return step::want_read;
     case SSL_ERROR_WANT_WRITE:
         return step::want_write;

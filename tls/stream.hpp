@@ -93,6 +93,9 @@ public:
     /// For SSL_set_msg_callback: counts the records OpenSSL seals under the application secret.
     static void on_record(int write_p, int version, int content_type, const void* buf,
                           std::size_t len, SSL* ssl, void* arg) noexcept;
+    /// OpenSSL's reads (the handshake; a TLS 1.2 connection's records): served from the
+    /// record buffer, filled by one recv of as much as the socket has (see read_for_openssl).
+    int read_for_openssl(char* out, int len) noexcept;
 
 public:
     struct buffers;
@@ -122,6 +125,7 @@ private:
     buffers* buffers_for(bool closed, int closed_errno) noexcept;
 
     SSL* ssl_ = nullptr;
+    int fd_ = -1;                 ///< the socket OpenSSL's reads come from (read_for_openssl)
     int fail_errno_ = 0;          ///< what recv reports once broken_ (EPROTO, ECONNRESET)
     std::unique_ptr<capture> hs_; ///< only during the handshake (and with ssl_ after it)
     std::unique_ptr<buffers> buf_;
