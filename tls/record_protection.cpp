@@ -1,7 +1,8 @@
 #include "record_protection.hpp"
 
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 
 #include <cstring>
 #include <memory>
@@ -38,6 +39,34 @@ EVP_CIPHER_CTX* thread_ctx() noexcept {
     return ctx.get();
 }
 
+struct mac_ctx_free {
+    void operator()(EVP_MAC_CTX* c) const noexcept { EVP_MAC_CTX_free(c); }
+};
+
+EVP_MAC_CTX* new_hmac(const char* digest) noexcept {
+    static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    if (mac == nullptr) return nullptr;
+    EVP_MAC_CTX* c = EVP_MAC_CTX_new(mac);
+    if (c == nullptr) return nullptr;
+    const OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>(digest), 0),
+        OSSL_PARAM_construct_end()};
+    if (EVP_MAC_CTX_set_params(c, params) != 1) {
+        EVP_MAC_CTX_free(c);
+        return nullptr;
+    }
+    return c;
+}
+
+/// This thread's HMAC for `md` (SHA-256 or SHA-384), its digest set once: OpenSSL 3's one-shot
+/// HMAC() fetches the MAC and the digest anew on every call (provider look-ups under a lock),
+/// and a connection's keys take four expansions.
+EVP_MAC_CTX* thread_hmac(const EVP_MD* md) noexcept {
+    thread_local const std::unique_ptr<EVP_MAC_CTX, mac_ctx_free> sha256{new_hmac("SHA256")};
+    thread_local const std::unique_ptr<EVP_MAC_CTX, mac_ctx_free> sha384{new_hmac("SHA384")};
+    return EVP_MD_get_size(md) == 48 ? sha384.get() : sha256.get();
+}
+
 /// HKDF-Expand-Label (RFC 8446, 7.1) for an output no longer than the hash: one HMAC block.
 bool expand_label(const EVP_MD* md, std::span<const std::uint8_t> secret, std::string_view label,
                   std::uint8_t* out, std::size_t length) noexcept {
@@ -55,9 +84,10 @@ bool expand_label(const EVP_MD* md, std::span<const std::uint8_t> secret, std::s
     info[n++] = 0; // empty context
     info[n++] = 1; // T(1) = HMAC(secret, info || 0x01)
     std::uint8_t block[EVP_MAX_MD_SIZE];
-    unsigned block_len = 0;
-    if (HMAC(md, secret.data(), static_cast<int>(secret.size()), info, n, block, &block_len) ==
-        nullptr)
+    std::size_t block_len = 0;
+    EVP_MAC_CTX* h = thread_hmac(md);
+    if (h == nullptr || EVP_MAC_init(h, secret.data(), secret.size(), nullptr) != 1 ||
+        EVP_MAC_update(h, info, n) != 1 || EVP_MAC_final(h, block, &block_len, sizeof block) != 1)
         return false;
     std::memcpy(out, block, length);
     OPENSSL_cleanse(block, sizeof block);
