@@ -323,8 +323,9 @@ bool stream::adopt_records() noexcept {
     const auto a = aead_of_suite(
         static_cast<std::uint16_t>(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(ssl_))));
     if (!a || c.client_len == 0 || c.server_len == 0) return false;
-    // OpenSSL reads record by record (no read-ahead): it has read nothing past the client's
-    // Finished, so the client's first application record is number 0.
+    // OpenSSL reads record by record (no read-ahead): it has taken nothing past the client's
+    // Finished, so the client's first application record is number 0, and any of it already
+    // read waits in our record buffer (read_for_openssl), where recv() opens it.
     if (!read_.init(*a, {c.client, c.client_len}, 0) ||
         !write_.init(*a, {c.server, c.server_len}, c.server_sealed))
         return false;
