@@ -23,6 +23,8 @@ struct stream::capture {
     std::uint8_t client_len = 0;
     std::uint8_t server_len = 0;
     bool server_app = false;         ///< the server's application secret is in use for writing
+    bool client_finished = false;    ///< a TLS 1.3 client's Finished came: what OpenSSL writes
+                                     ///< now is session tickets (write_for_openssl holds them)
     std::uint64_t server_sealed = 0; ///< records OpenSSL wrote under it
 };
 
@@ -139,7 +141,57 @@ BIO_METHOD* buffered_read_method() noexcept {
     return method;
 }
 
+/// The write side OpenSSL is given: writes go to the socket at once, as through the socket's
+/// own BIO, except a TLS 1.3 handshake's session tickets (write_for_openssl).
+BIO_METHOD* held_write_method() noexcept {
+    static BIO_METHOD* const method = [] {
+        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tarry write");
+        if (m == nullptr) return m;
+        BIO_meth_set_write(m, [](BIO* b, const char* data, int len) {
+            BIO_clear_retry_flags(b);
+            const int n = static_cast<stream*>(BIO_get_data(b))->write_for_openssl(data, len);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(b);
+            return n;
+        });
+        BIO_meth_set_read(m, [](BIO*, char*, int) { return -1; });
+        BIO_meth_set_ctrl(m, [](BIO*, int cmd, long, void*) -> long {
+            return cmd == BIO_CTRL_FLUSH || cmd == BIO_CTRL_DUP ? 1 : 0;
+        });
+        BIO_meth_set_create(m, [](BIO* b) {
+            BIO_set_init(b, 1);
+            return 1;
+        });
+        return m;
+    }();
+    return method;
+}
+
 } // namespace
+
+int stream::write_for_openssl(const char* data, int len) noexcept {
+    if (len <= 0) return 0;
+    const auto n = static_cast<std::size_t>(len);
+    if (hs_ && hs_->client_finished) {
+        // The session tickets OpenSSL writes once a TLS 1.3 client's Finished is in: they wait
+        // in the record buffer, ahead of our first record, and go out with the first response
+        // (or when recv finds nothing to read): one send where OpenSSL makes one per ticket.
+        buffers* bp = buffers_for(false, 0);
+        if (bp == nullptr) return -1;
+        buffers& b = *bp;
+        if (buffers::out_cap - b.out_len >= n && b.bounds_n + 4 < std::size(b.bounds)) {
+            std::memcpy(b.out + b.out_len, data, n);
+            b.out_len += n;
+            b.bounds[b.bounds_n++] = {b.out_len, 0, false};
+            return len;
+        }
+        if (!flush(fd_)) return -1; // no room (never for tickets): what waits goes first
+    }
+    ssize_t r;
+    do {
+        r = ::send(fd_, data, n, MSG_NOSIGNAL);
+    } while (r < 0 && errno == EINTR);
+    return static_cast<int>(r);
+}
 
 int stream::read_for_openssl(char* out, int len) noexcept {
     if (len <= 0) return 0;
@@ -157,6 +209,7 @@ int stream::read_for_openssl(char* out, int len) noexcept {
         } while (r < 0 && errno == EINTR);
         if (r <= 0) return static_cast<int>(r); // 0: the TCP end; -1: errno says (EAGAIN)
         b.in_len = static_cast<std::size_t>(r);
+        fill_short_ = b.in_len < buffers::in_cap;
     }
     const std::size_t k = std::min(static_cast<std::size_t>(len), b.in_len - b.rec_off);
     std::memcpy(out, b.in + b.rec_off, k);
@@ -177,14 +230,18 @@ void stream::on_secret(const SSL* ssl, const char* line) noexcept {
     }
 }
 
-void stream::on_record(int write_p, int, int content_type, const void*, std::size_t, SSL*,
-                       void* arg) noexcept {
+void stream::on_record(int write_p, int version, int content_type, const void* buf,
+                       std::size_t len, SSL*, void* arg) noexcept {
     // Every record OpenSSL writes is reported by its header; those after the switch to the
     // application secret (the session tickets) advance the sequence number we take over. The
     // switch is checked here, record by record: the client's Finished may already be in the
     // socket when the server's flight goes out, and then the tickets follow in the same call.
-    if (write_p == 0 || content_type != SSL3_RT_HEADER) return;
     auto* c = static_cast<capture*>(arg);
+    if (write_p == 0 && content_type == SSL3_RT_HANDSHAKE && version == TLS1_3_VERSION &&
+        len != 0 && static_cast<const std::uint8_t*>(buf)[0] == SSL3_MT_FINISHED &&
+        c != nullptr && c->server_app)
+        c->client_finished = true; // the server's own Finished went out before the switch
+    if (write_p == 0 || content_type != SSL3_RT_HEADER) return;
     if (c != nullptr && c->server_app) ++c->server_sealed;
 }
 
@@ -205,7 +262,15 @@ bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
         return false;
     }
     BIO_set_data(rbio, this);
-    SSL_set0_rbio(ssl_, rbio); // writes keep the socket's own BIO
+    SSL_set0_rbio(ssl_, rbio);
+    BIO* wbio = BIO_new(held_write_method());
+    if (wbio == nullptr) {
+        SSL_free(ssl_);
+        ssl_ = nullptr;
+        return false;
+    }
+    BIO_set_data(wbio, this);
+    SSL_set0_wbio(ssl_, wbio);
     fd_ = fd;
     hs_->ctx = std::move(ctx);
     SSL_set_app_data(ssl_, this);
@@ -360,7 +425,9 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
     if (bp == nullptr) return -1;
     buffers& b = *bp;
     std::size_t got = 0;
-    bool drained = false; // the socket said it is empty (a short read, or EAGAIN)
+    // The socket said it is empty (a short read, or EAGAIN); the handshake's last read may
+    // have said so already, with the first records behind the Finished.
+    bool drained = std::exchange(fill_short_, false);
     for (;;) {
         if (b.plain_len != 0) {
             const std::size_t k = std::min(n - got, b.plain_len);
@@ -411,6 +478,9 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
         if (peer_closed_) return static_cast<ssize_t>(got);
         if (drained) {
             if (got != 0) return static_cast<ssize_t>(got);
+            // Nothing to answer now: what waits to go out (the session tickets, before any
+            // response) goes while the client waits.
+            if (b.out_off != b.out_len) flush(fd);
             errno = EAGAIN;
             return -1;
         }

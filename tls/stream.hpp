@@ -96,6 +96,9 @@ public:
     /// OpenSSL's reads (the handshake; a TLS 1.2 connection's records): served from the
     /// record buffer, filled by one recv of as much as the socket has (see read_for_openssl).
     int read_for_openssl(char* out, int len) noexcept;
+    /// OpenSSL's writes: to the socket at once, but a TLS 1.3 handshake's session tickets are
+    /// held in the record buffer and go out with the first response.
+    int write_for_openssl(const char* data, int len) noexcept;
 
 public:
     struct buffers;
@@ -138,6 +141,7 @@ private:
     bool peer_closed_ = false; ///< close_notify (or the TCP end) came in
     bool broken_ = false;      ///< a fatal alert went out: nothing more is read or sent
     bool sent_close_ = false;  ///< our close_notify went out: nothing more is sent (we still read)
+    bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
 };
 
 } // namespace tarry::tls
