@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <string>
 
 namespace tarry::test {
@@ -21,10 +22,26 @@ namespace tarry::test {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-/// A loopback port nobody listens on, for a server started as a child process: the kernel
-/// picks it, so it is not one a client's connection is using at that moment.
+/// A loopback port nobody uses, for a server started as a child process. It is taken below the
+/// kernel's ephemeral range (32768 and up): a port the kernel picks for port 0 may also be given,
+/// before the server binds it, to the local end of a client connection another test opens (one
+/// CI run's tarry found its admin port so taken). Random, and checked by a bind, so that tests
+/// running side by side rarely pick the same one.
 inline std::uint16_t free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    static std::minstd_rand rng(static_cast<std::uint32_t>(
+        std::chrono::steady_clock::now().time_since_epoch().count() ^ ::getpid()));
+    for (int i = 0; i < 1000; ++i) {
+        const auto port = static_cast<std::uint16_t>(20000 + rng() % 12000);
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(port);
+        const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+        ::close(fd);
+        if (free) return port;
+    }
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0); // the kernel's choice, as a last resort
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
