@@ -235,8 +235,9 @@ TEST_F(ProxyTunnelTest, ATunnelIsBoundedWhenTheClientSendsButDoesNotRead) {
     EXPECT_LT(sent, 64u << 20) << "backpressure reached the client";
     // What the proxy holds meanwhile is a few bounded buffers (64 KiB each way), not what went
     // through: the rest waits in the sockets.
-    // (8 MiB of slack for the sanitizer's allocator; without the bounds it would be all of it.)
-    EXPECT_LT(rss_kib() - rss_before, 8192) << "sent " << sent;
+    // (16 MiB of slack for the sanitizer's allocator, which read 8.3 MiB once under ASan on a
+    // busy machine; without the bounds it would be all of the 64 MiB.)
+    EXPECT_LT(rss_kib() - rss_before, 16384) << "sent " << sent;
     EXPECT_GT(metrics().tunnel_bytes_up.get(), 0);
     EXPECT_EQ(tunnels(), 1);
 }
