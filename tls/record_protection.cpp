@@ -1,7 +1,7 @@
 #include "record_protection.hpp"
 
-#include <openssl/evp.h>
 #include <openssl/core_names.h>
+#include <openssl/evp.h>
 #include <openssl/params.h>
 
 #include <cstring>

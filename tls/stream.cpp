@@ -115,12 +115,13 @@ std::uint8_t suite_index(const SSL* ssl) noexcept {
     return suite_names.size() - 1;
 }
 
-/// The read side OpenSSL is given: a BIO whose reads stream::read_for_openssl serves. The
-/// socket's own BIO makes a read(2) for every piece OpenSSL asks for (a record's 5-byte header,
-/// then its body): two system calls a record, where one recv of what is there serves them all.
-BIO_METHOD* buffered_read_method() noexcept {
+/// The BIO OpenSSL reads and writes through. Reads are served from the record buffer, filled
+/// by one recv of what the socket has (the socket's own BIO makes a read(2) for each record's
+/// 5-byte header and another for its body); writes go to the socket at once, but for a TLS 1.3
+/// handshake's session tickets (stream::read_for_openssl, stream::write_for_openssl).
+BIO_METHOD* socket_method() noexcept {
     static BIO_METHOD* const method = [] {
-        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tarry read");
+        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tarry socket");
         if (m == nullptr) return m;
         BIO_meth_set_read(m, [](BIO* b, char* out, int len) {
             BIO_clear_retry_flags(b);
@@ -128,32 +129,12 @@ BIO_METHOD* buffered_read_method() noexcept {
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(b);
             return n;
         });
-        BIO_meth_set_write(m, [](BIO*, const char*, int) { return -1; });
-        BIO_meth_set_ctrl(m, [](BIO*, int cmd, long, void*) -> long {
-            return cmd == BIO_CTRL_FLUSH || cmd == BIO_CTRL_DUP ? 1 : 0;
-        });
-        BIO_meth_set_create(m, [](BIO* b) {
-            BIO_set_init(b, 1);
-            return 1;
-        });
-        return m;
-    }();
-    return method;
-}
-
-/// The write side OpenSSL is given: writes go to the socket at once, as through the socket's
-/// own BIO, except a TLS 1.3 handshake's session tickets (write_for_openssl).
-BIO_METHOD* held_write_method() noexcept {
-    static BIO_METHOD* const method = [] {
-        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tarry write");
-        if (m == nullptr) return m;
         BIO_meth_set_write(m, [](BIO* b, const char* data, int len) {
             BIO_clear_retry_flags(b);
             const int n = static_cast<stream*>(BIO_get_data(b))->write_for_openssl(data, len);
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(b);
             return n;
         });
-        BIO_meth_set_read(m, [](BIO*, char*, int) { return -1; });
         BIO_meth_set_ctrl(m, [](BIO*, int cmd, long, void*) -> long {
             return cmd == BIO_CTRL_FLUSH || cmd == BIO_CTRL_DUP ? 1 : 0;
         });
@@ -230,16 +211,16 @@ void stream::on_secret(const SSL* ssl, const char* line) noexcept {
     }
 }
 
-void stream::on_record(int write_p, int version, int content_type, const void* buf,
-                       std::size_t len, SSL*, void* arg) noexcept {
+void stream::on_record(int write_p, int version, int content_type, const void* buf, std::size_t len,
+                       SSL*, void* arg) noexcept {
     // Every record OpenSSL writes is reported by its header; those after the switch to the
     // application secret (the session tickets) advance the sequence number we take over. The
     // switch is checked here, record by record: the client's Finished may already be in the
     // socket when the server's flight goes out, and then the tickets follow in the same call.
     auto* c = static_cast<capture*>(arg);
     if (write_p == 0 && content_type == SSL3_RT_HANDSHAKE && version == TLS1_3_VERSION &&
-        len != 0 && static_cast<const std::uint8_t*>(buf)[0] == SSL3_MT_FINISHED &&
-        c != nullptr && c->server_app)
+        len != 0 && static_cast<const std::uint8_t*>(buf)[0] == SSL3_MT_FINISHED && c != nullptr &&
+        c->server_app)
         c->client_finished = true; // the server's own Finished went out before the switch
     if (write_p == 0 || content_type != SSL3_RT_HEADER) return;
     if (c != nullptr && c->server_app) ++c->server_sealed;
@@ -255,22 +236,14 @@ bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
     }
     ssl_ = ctx->new_ssl(fd);
     if (ssl_ == nullptr) return false;
-    BIO* rbio = BIO_new(buffered_read_method());
-    if (rbio == nullptr) {
+    BIO* bio = BIO_new(socket_method());
+    if (bio == nullptr) {
         SSL_free(ssl_);
         ssl_ = nullptr;
         return false;
     }
-    BIO_set_data(rbio, this);
-    SSL_set0_rbio(ssl_, rbio);
-    BIO* wbio = BIO_new(held_write_method());
-    if (wbio == nullptr) {
-        SSL_free(ssl_);
-        ssl_ = nullptr;
-        return false;
-    }
-    BIO_set_data(wbio, this);
-    SSL_set0_wbio(ssl_, wbio);
+    BIO_set_data(bio, this);
+    SSL_set_bio(ssl_, bio, bio); // replaces the socket's own BIO; one reference for both
     fd_ = fd;
     hs_->ctx = std::move(ctx);
     SSL_set_app_data(ssl_, this);

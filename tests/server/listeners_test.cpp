@@ -422,7 +422,8 @@ TEST_F(RawProxyProtocolTest, IPv4ClientsOfEveryDigitCountAreLoggedInDottedDecima
     // The client's address is written by tarry's own formatter: every octet width, 0 and 255.
     for (const std::string addr : {"10.0.255.100", "255.99.9.0", "1.20.200.254"}) {
         test_client c(port_);
-        ASSERT_TRUE(c.send("PROXY TCP4 " + addr + " 127.0.0.1 1111 80\r\n"
+        ASSERT_TRUE(c.send("PROXY TCP4 " + addr +
+                           " 127.0.0.1 1111 80\r\n"
                            "GET /octets HTTP/1.1\r\nHost: t\r\n\r\n"));
         ASSERT_EQ(c.read_response()->status, 200);
         EXPECT_TRUE(appears(log_, addr + " - - [")) << slurp(log_);

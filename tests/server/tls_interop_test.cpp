@@ -1316,8 +1316,8 @@ TEST(TlsProxyTest, AnApplicationBehindTheProxyIsToldItsClientUsedHttps) {
     const std::uint16_t plain = free_port();
     tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1",
                   "--listen", "127.0.0.1:" + std::to_string(plain)});
-    EXPECT_EQ(run(t.curl(q(t.url() + "forwarded"))).output, "proto=https host=localhost:" +
-                                                                 t.port_text());
+    EXPECT_EQ(run(t.curl(q(t.url() + "forwarded"))).output,
+              "proto=https host=localhost:" + t.port_text());
     EXPECT_EQ(run("timeout 30 curl -sS --max-time 20 http://127.0.0.1:" + std::to_string(plain) +
                   "/forwarded")
                   .output,
