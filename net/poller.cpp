@@ -1,5 +1,7 @@
 #include "poller.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <cerrno>
 #include <system_error>
 
@@ -22,7 +24,7 @@ int make_epoll() {
 } // namespace
 
 poller::poller(boost::asio::io_context& io, tagged_handler tagged)
-    : epoll_(io, make_epoll()), tagged_(tagged) {}
+    : epoll_(io, make_epoll()), tagged_(tagged), sends_(send_batch::open()) {}
 
 poller::~poller() {
     stop();
@@ -53,6 +55,33 @@ void poller::forget(const pollable& owner) noexcept {
     if (p == nullptr) return;
     for (int i = p->next_; i < p->count_; ++i) {
         if (p->events_[i].data.ptr == &owner) p->events_[i].data.ptr = nullptr;
+    }
+}
+
+void poller::defer_send(void* owner, const send_batch::owner_calls& calls) {
+    sends_->add(owner, calls);
+    if (dispatching == this || sends_posted_) return; // the batch's end sends it
+    // Outside a batch (a handler posted by one, such as a proxy's response for its client):
+    // after the handlers queued so far, so that theirs go in the same call.
+    boost::asio::post(epoll_.get_executor(), [this] {
+        sends_posted_ = false;
+        send_deferred();
+    });
+    sends_posted_ = true;
+}
+
+void poller::send_deferred() noexcept {
+    sends_->go();
+    if (sends_->empty() || sends_posted_) return;
+    // Still more (owners that queued again round after round): later, not starving the rest.
+    try {
+        boost::asio::post(epoll_.get_executor(), [this] {
+            sends_posted_ = false;
+            send_deferred();
+        });
+        sends_posted_ = true;
+    } catch (...) {
+        sends_->go();
     }
 }
 
@@ -97,6 +126,7 @@ void poller::dispatch() {
         dispatching = nullptr;
         count_ = 0;
         next_ = 0;
+        if (sends_ && !sends_->empty()) send_deferred();
         if (n < static_cast<int>(events_.size())) return;
     }
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <tarry/net/send_batch.hpp>
 #include <tarry/timeouts/idle_entry.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -7,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 
 #include <sys/epoll.h>
 
@@ -72,6 +74,16 @@ public:
     void start();
     /// No more waiting: lets io_context::run() return once nothing else is pending.
     void stop() noexcept;
+    /// Sends are made in batches (send_batch): an owner with bytes to send calls defer_send()
+    /// instead of send(2), once, and is told the result by `calls` at the end of the event
+    /// batch being dispatched, or after the handlers posted before it if none is.
+    [[nodiscard]] bool batching() const noexcept { return sends_ != nullptr; }
+    void defer_send(void* owner, const send_batch::owner_calls& calls);
+    /// Takes `owner` out of the sends waiting (it is closing, and may be freed before them).
+    void cancel_send(const void* owner) noexcept {
+        if (sends_) sends_->remove(owner);
+    }
+
     /// When the batch being dispatched was taken from epoll (one clock reading per batch): when
     /// a request's first bytes were seen, for its duration.
     [[nodiscard]] timeouts::clock::time_point reaped() const noexcept { return reaped_; }
@@ -80,6 +92,7 @@ private:
     bool add(int fd, void* data, std::uint32_t events) noexcept;
     void wait();
     void dispatch();
+    void send_deferred() noexcept;
 
     boost::asio::posix::stream_descriptor epoll_;
     tagged_handler tagged_;
@@ -87,7 +100,9 @@ private:
     int next_ = 0;  ///< the next event of the batch being dispatched
     int count_ = 0; ///< the events in that batch
     timeouts::clock::time_point reaped_{};
+    std::unique_ptr<send_batch> sends_; ///< null: a send(2) each
     bool stopped_ = false;
+    bool sends_posted_ = false; ///< a send_deferred() is queued on the io_context
 };
 
 } // namespace tarry::net

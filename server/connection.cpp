@@ -428,7 +428,15 @@ bool connection::shake() {
 }
 
 bool connection::write_pending() {
+    if (sending_) return false; // in the batch already: it says how it went
     if (writable_) {
+        // Plain output joins the worker's batch of sends; a tunnel's (two directions at once)
+        // and TLS records go in a call of their own.
+        if (ctx_.poll.batching() && !tls_ && !session_.tunneling()) [[likely]] {
+            sending_ = true;
+            ctx_.poll.defer_send(this, batch_calls);
+            return false;
+        }
         io_state& io = *io_;
         for (;;) {
             const ssize_t n = send_some(io.out.data() + io.out_off, io.out.size() - io.out_off);
@@ -451,6 +459,57 @@ bool connection::write_pending() {
     }
     wait(true);
     return false;
+}
+
+const net::send_batch::owner_calls connection::batch_calls{&connection::batched_output,
+                                                           &connection::batched_sent};
+
+net::send_batch::output connection::batched_output(void* c) noexcept {
+    const auto* self = static_cast<connection*>(c);
+    if (self->closed_ || !self->io_) return {};
+    const io_state& io = *self->io_;
+    return {self->fd_, io.out.data() + io.out_off, io.out.size() - io.out_off};
+}
+
+void connection::batched_sent(void* c, long result) noexcept {
+    static_cast<connection*>(c)->sent(result);
+}
+
+void connection::sent(long result) noexcept {
+    // What write_pending() does after its send(2), for a send the batch made.
+    sending_ = false;
+    if (closed_) return;
+    try {
+        if (result >= 0) {
+            io_state& io = *io_;
+            io.out_off += static_cast<std::uint32_t>(result);
+            ctx_.metrics.sent_bytes.add(result);
+            if (io.out_off < io.out.size()) { // the send buffer is full
+                writable_ = false;
+                wait(true);
+                return;
+            }
+            io.out.clear();
+            io.out_off = 0;
+            measure_written();
+            session_.output_drained();
+            run_drive();
+            return;
+        }
+        if (result == -EAGAIN || result == -EWOULDBLOCK) {
+            writable_ = false;
+            wait(true);
+            return;
+        }
+        if (result == -EINTR) {
+            run_drive(); // again, in the next batch
+            return;
+        }
+        close(is_reset(static_cast<int>(-result)) ? close_reason::client_close
+                                                  : close_reason::error);
+    } catch (...) {
+        close(close_reason::error); // out of memory for a timeout list
+    }
 }
 
 void connection::nodelay() noexcept {
@@ -715,6 +774,8 @@ void connection::close(close_reason why) noexcept {
     if (closed_) return;
     closed_ = true;
     want_read_ = want_write_ = false;
+    if (sending_) ctx_.poll.cancel_send(this);
+    sending_ = false;
     live.unlink();
     if (peer_v6_) ctx_.proxied_v6.erase(this);
     session_.abort(); // a handler answering later stops and lets go of the request

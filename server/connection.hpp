@@ -142,6 +142,11 @@ private:
     void run_drive() noexcept;
     bool read_some();
     bool write_pending();
+    /// The worker's batch of sends asks what is to go, then says how it went.
+    static net::send_batch::output batched_output(void* c) noexcept;
+    static void batched_sent(void* c, long result) noexcept;
+    static const net::send_batch::owner_calls batch_calls;
+    void sent(long result) noexcept;
     bool send_file();
     // The socket, or TLS over it: the system calls' contract either way.
     ssize_t recv_some(char* p, std::size_t n) noexcept;
@@ -208,6 +213,7 @@ private:
     bool peer_v4_known_ : 1 = false; ///< peer_v4_ holds the client's address
     bool tls_ : 1 = false;           ///< TLS: every byte goes through tls_stream()
     bool handshaking_ : 1 = false;   ///< TLS: the handshake is not done yet
+    bool sending_ : 1 = false;       ///< its output waits in the worker's batch of sends
 };
 
 /// The worker's live connections (unlinked automatically when a connection is freed).

@@ -81,6 +81,14 @@ bool upstream_connection::write(std::string_view bytes) {
         return false;
     }
     if (!writable_) return false;
+    if (poll_.batching()) {
+        // With the worker's other sends, in one system call; on_written says how it went.
+        if (!deferred_) {
+            deferred_ = true;
+            poll_.defer_send(this, batch_calls);
+        }
+        return false;
+    }
     switch (flush()) {
     case sent::all:
         write_owed_ = false;
@@ -109,6 +117,30 @@ upstream_connection::sent upstream_connection::flush() noexcept {
         }
     }
     return sent::all;
+}
+
+const net::send_batch::owner_calls upstream_connection::batch_calls{
+    &upstream_connection::batched_output, &upstream_connection::batched_sent};
+
+net::send_batch::output upstream_connection::batched_output(void* c) noexcept {
+    const auto* self = static_cast<upstream_connection*>(c);
+    return {self->fd_, self->out_, self->out_left_};
+}
+
+void upstream_connection::batched_sent(void* c, long result) noexcept {
+    auto* self = static_cast<upstream_connection*>(c);
+    self->deferred_ = false;
+    if (self->fd_ < 0) return;
+    if (result >= 0) {
+        self->out_ += result;
+        self->out_left_ -= static_cast<std::size_t>(result);
+        if (self->out_left_ != 0) self->writable_ = false; // the rest at the output edge
+    } else if (result == -EAGAIN || result == -EWOULDBLOCK) {
+        self->writable_ = false;
+    } else if (result != -EINTR) {
+        self->error_ = static_cast<int>(-result);
+    }
+    self->run(); // on_written, when the write is whole or failed
 }
 
 void upstream_connection::read(std::size_t most) {
@@ -163,7 +195,7 @@ void upstream_connection::run() noexcept {
         if (user_ != nullptr) user_->on_connected(error_of(error));
     }
     for (;;) {
-        if (write_owed_ && (error_ != 0 || writable_)) {
+        if (write_owed_ && !deferred_ && (error_ != 0 || writable_)) {
             const sent s = error_ != 0 ? sent::failed : flush();
             if (s != sent::wait) {
                 write_owed_ = false;
@@ -243,6 +275,8 @@ void upstream_connection::close() noexcept {
     write_owed_ = false;
     connecting_ = false;
     error_ = 0;
+    if (deferred_) poll_.cancel_send(this);
+    deferred_ = false;
     if (fd_ < 0) return;
     net::poller::forget(*this); // it may be freed before the batch that holds its events ends
     ::close(fd_);               // also leaves the poller's set

@@ -121,6 +121,10 @@ private:
     enum class sent : std::uint8_t { all, wait, failed };
 
     void on_expire() noexcept;
+    /// The worker's batch of sends asks what is to go, then says how it went.
+    static net::send_batch::output batched_output(void* c) noexcept;
+    static void batched_sent(void* c, long result) noexcept;
+    static const net::send_batch::owner_calls batch_calls;
     /// Delivers what is due: the connect's result, a write's end, reads while the socket has
     /// bytes, or (idle) the event to the pool.
     void run() noexcept;
@@ -148,6 +152,7 @@ private:
     bool write_owed_ = false; ///< on_written is owed
     bool running_ = false;    ///< inside run(): what is asked now is delivered by it
     bool kicked_ = false;     ///< a run() is posted
+    bool deferred_ = false;   ///< the write waits in the worker's batch of sends
 };
 
 } // namespace tarry::upstream

@@ -113,8 +113,17 @@ TEST_F(UpstreamConnectionTest, AWriteThatGoesAtOnceSaysSoAndOneThatWaitsEndsInOn
     recorder r;
     tcp::socket peer(io);
     auto c = connected(r, peer);
-    EXPECT_TRUE(c->write("GET / HTTP/1.1\r\n\r\n"));
-    EXPECT_TRUE(r.said.empty()); // nothing follows a write that went at once
+    if (poller.batching()) {
+        // In the worker's batch of sends: on_written says it went, once the batch has gone.
+        EXPECT_FALSE(c->write("GET / HTTP/1.1\r\n\r\n"));
+        EXPECT_TRUE(r.said.empty());
+        ASSERT_TRUE(until([&] { return !r.said.empty(); }));
+        EXPECT_EQ(r.said, std::vector<std::string>{"written"});
+        r.said.clear();
+    } else {
+        EXPECT_TRUE(c->write("GET / HTTP/1.1\r\n\r\n"));
+        EXPECT_TRUE(r.said.empty()); // nothing follows a write that went at once
+    }
 
     // More than the socket buffers hold while the upstream reads nothing: it waits.
     const std::string big(64 << 20, 'x');

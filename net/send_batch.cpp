@@ -1,0 +1,166 @@
+#include "send_batch.hpp"
+
+#include <liburing.h>
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+namespace tarry::net {
+namespace {
+
+/// Sends per system call: the ring's size (the completion ring is twice it, so it never fills).
+constexpr unsigned ring_entries = 256;
+/// Rounds in one go(): owners told of a send may queue again (the next pipelined response).
+constexpr int rounds_per_go = 8;
+/// A result slot not yet filled by the kernel.
+constexpr long unanswered = LONG_MIN;
+
+/// A send of its own, for what the ring could not take.
+long send_now(const send_batch::output& out) noexcept {
+    ssize_t n = 0;
+    do {
+        n = ::send(out.fd, out.data, out.size, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n >= 0 ? n : -errno;
+}
+
+bool wanted() noexcept {
+    const char* v = std::getenv("TARRY_IO_URING");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+} // namespace
+
+struct send_batch::ring {
+    io_uring uring{};
+    std::vector<long> results;
+    std::vector<io_uring_sqe*> prepared; ///< this round's, by slot (null: nothing to send)
+
+    ~ring() { io_uring_queue_exit(&uring); }
+};
+
+std::unique_ptr<send_batch> send_batch::open() {
+    if (!wanted()) return nullptr;
+    auto r = std::make_unique<ring>();
+    // (Not IORING_SETUP_SINGLE_ISSUER: a worker's poller is made on the main thread, and
+    // submits from the worker's.)
+    if (io_uring_queue_init(ring_entries, &r->uring, 0) < 0)
+        return nullptr; // no io_uring here (kernel, seccomp, io_uring_disabled): a call each
+    r->results.resize(ring_entries);
+    r->prepared.resize(ring_entries);
+    return std::unique_ptr<send_batch>(new send_batch(std::move(r)));
+}
+
+send_batch::send_batch(std::unique_ptr<ring> r) : ring_(std::move(r)) {}
+
+send_batch::~send_batch() = default;
+
+void send_batch::add(void* owner, const owner_calls& calls) {
+    queued_.push_back({owner, &calls});
+}
+
+void send_batch::remove(const void* owner) noexcept {
+    for (auto* v : {&queued_, &sending_}) {
+        for (queued& q : *v) {
+            if (q.owner == owner) q.owner = nullptr;
+        }
+    }
+}
+
+int send_batch::go() noexcept {
+    int calls = 0;
+    for (int round = 0; round < rounds_per_go && !queued_.empty(); ++round)
+        calls += send_round();
+    return calls;
+}
+
+int send_batch::submit(std::size_t first, std::size_t last, unsigned submitted) noexcept {
+    std::vector<long>& results = ring_->results;
+    int calls = 0;
+    unsigned waiting = submitted;
+    for (int tries = 0; waiting != 0 && tries < 16; ++tries) {
+        ++calls;
+        const int r = io_uring_submit_and_wait(&ring_->uring, waiting);
+        unsigned head = 0;
+        unsigned seen = 0;
+        io_uring_cqe* cqe = nullptr;
+        io_uring_for_each_cqe(&ring_->uring, head, cqe) {
+            const std::uint64_t slot = io_uring_cqe_get_data64(cqe);
+            if (slot < ring_entries && results[slot] == unanswered) {
+                results[slot] = cqe->res;
+                --waiting;
+            }
+            ++seen;
+        }
+        io_uring_cq_advance(&ring_->uring, seen);
+        if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) break;
+    }
+    if (waiting == 0) return calls;
+    // The ring refused (no memory for requests, say). The kernel takes entries in order: the
+    // last `left` prepared are still in the queue. They become no-ops whose answers nobody
+    // reads, and go as sends of their own instead.
+    unsigned left = io_uring_sq_ready(&ring_->uring);
+    for (std::size_t i = last; i-- > first && left != 0;) {
+        io_uring_sqe* sqe = ring_->prepared[i - first];
+        if (sqe == nullptr) continue;
+        --left;
+        io_uring_prep_nop(sqe);
+        io_uring_sqe_set_data64(sqe, ring_entries);
+        const queued& q = sending_[i];
+        results[i - first] = send_now(q.calls->pending(q.owner));
+        ++calls;
+    }
+    // Taken but never answered: cannot happen with MSG_DONTWAIT (each send is made inside the
+    // call that takes it); were it to, the connection is failed rather than sent twice.
+    for (std::size_t i = first; i < last; ++i) {
+        if (results[i - first] == unanswered) results[i - first] = -EIO;
+    }
+    return calls;
+}
+
+int send_batch::send_round() noexcept {
+    sending_.swap(queued_);
+    queued_.clear();
+    int calls = 0;
+    const std::vector<long>& results = ring_->results;
+    for (std::size_t first = 0; first < sending_.size();) {
+        const std::size_t last = std::min(sending_.size(), first + ring_entries);
+        unsigned submitted = 0;
+        for (std::size_t i = first; i < last; ++i) {
+            long& result = ring_->results[i - first];
+            result = 0; // nothing to send: told 0
+            ring_->prepared[i - first] = nullptr;
+            const queued& q = sending_[i];
+            if (q.owner == nullptr) continue;
+            const output out = q.calls->pending(q.owner);
+            if (out.fd < 0 || out.size == 0) continue;
+            io_uring_sqe* sqe = io_uring_get_sqe(&ring_->uring);
+            if (sqe == nullptr) { // the queue is full (no-ops left by a refusal)
+                result = send_now(out);
+                ++calls;
+                continue;
+            }
+            io_uring_prep_send(sqe, out.fd, out.data, out.size, MSG_DONTWAIT | MSG_NOSIGNAL);
+            io_uring_sqe_set_data64(sqe, i - first);
+            ring_->prepared[i - first] = sqe;
+            result = unanswered;
+            ++submitted;
+        }
+        if (submitted != 0) calls += submit(first, last, submitted);
+        // Told in order; an owner closed by an earlier one's news was taken out (remove()).
+        for (std::size_t i = first; i < last; ++i) {
+            const queued q = sending_[i];
+            if (q.owner != nullptr) q.calls->sent(q.owner, results[i - first]);
+        }
+        first = last;
+    }
+    sending_.clear();
+    return calls;
+}
+
+} // namespace tarry::net
