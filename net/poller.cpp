@@ -23,8 +23,13 @@ int make_epoll() {
 
 } // namespace
 
-poller::poller(boost::asio::io_context& io, tagged_handler tagged)
-    : epoll_(io, make_epoll()), tagged_(tagged), sends_(send_batch::open()) {}
+poller::poller(boost::asio::io_context& io, tagged_handler tagged, const tagged_reads* reads)
+    : epoll_(io, make_epoll()), tagged_(tagged), sends_(io_batch::open()), reads_(reads) {
+    if (sends_ && reads_) {
+        targets_ = std::make_unique<io_batch::read_target[]>(events_.size());
+        read_ = std::make_unique<long[]>(events_.size());
+    }
+}
 
 poller::~poller() {
     stop();
@@ -58,7 +63,7 @@ void poller::forget(const pollable& owner) noexcept {
     }
 }
 
-void poller::defer_send(void* owner, const send_batch::owner_calls& calls) {
+void poller::defer_send(void* owner, const io_batch::owner_calls& calls) {
     sends_->add(owner, calls);
     if (dispatching == this || sends_posted_) return; // the batch's end sends it
     // Outside a batch (a handler posted by one, such as a proxy's response for its client):
@@ -83,6 +88,23 @@ void poller::send_deferred() noexcept {
     } catch (...) {
         sends_->go();
     }
+}
+
+bool poller::read_ahead(int n) noexcept {
+    // Each owner says where its next bytes go before any is told of its events: nothing runs
+    // between these reads and the owners' handlers but the handlers of earlier events, which
+    // never read another client's socket (they may close it: its buffer goes, unread).
+    bool any = false;
+    for (int i = 0; i < n; ++i) {
+        const epoll_event& e = events_[i];
+        const auto bits = reinterpret_cast<std::uintptr_t>(e.data.ptr);
+        targets_[i] = (bits & tag) != 0
+                          ? reads_->target(reinterpret_cast<void*>(bits & ~tag), e.events)
+                          : io_batch::read_target{};
+        any = any || targets_[i].size != 0;
+    }
+    if (any) sends_->recv_all(targets_.get(), read_.get(), static_cast<std::size_t>(n));
+    return any;
 }
 
 void poller::start() {
@@ -115,12 +137,18 @@ void poller::dispatch() {
         reaped_ = timeouts::clock::now(); // one reading for the whole batch
         count_ = n;
         dispatching = this;
+        const bool ahead = targets_ && read_ahead(n);
         for (next_ = 0; next_ < n;) {
-            const epoll_event& e = events_[next_++];
+            const int i = next_++;
+            const epoll_event& e = events_[i];
             const auto bits = reinterpret_cast<std::uintptr_t>(e.data.ptr);
-            if ((bits & tag) != 0)
-                tagged_(reinterpret_cast<void*>(bits & ~tag), e.events);
-            else if (bits != 0) // zero: forgotten
+            if ((bits & tag) != 0) {
+                void* owner = reinterpret_cast<void*>(bits & ~tag);
+                if (ahead && targets_[i].size != 0)
+                    reads_->done(owner, e.events, read_[i]);
+                else
+                    tagged_(owner, e.events);
+            } else if (bits != 0) // zero: forgotten
                 static_cast<pollable*>(e.data.ptr)->on_events(e.events);
         }
         dispatching = nullptr;

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <tarry/net/send_batch.hpp>
+#include <tarry/net/io_batch.hpp>
 #include <tarry/timeouts/idle_entry.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -53,7 +53,17 @@ public:
     /// Receives the events of owners added with add_tagged().
     using tagged_handler = void (*)(void* owner, std::uint32_t events) noexcept;
 
-    explicit poller(boost::asio::io_context& io, tagged_handler tagged = nullptr);
+    /// Reads made for tagged owners as their batch is taken, all in one call (with io_uring):
+    /// `target` says where an owner's next bytes go (size 0: it reads nothing now, and gets its
+    /// events as usual); `done` replaces the tagged handler for that event, with recv(2)'s
+    /// answer (bytes, 0 at EOF, -errno) already in the owner's buffer.
+    struct tagged_reads {
+        io_batch::read_target (*target)(void* owner, std::uint32_t events) noexcept;
+        void (*done)(void* owner, std::uint32_t events, long result) noexcept;
+    };
+
+    explicit poller(boost::asio::io_context& io, tagged_handler tagged = nullptr,
+                    const tagged_reads* reads = nullptr);
     poller(const poller&) = delete;
     poller& operator=(const poller&) = delete;
     ~poller();
@@ -74,11 +84,11 @@ public:
     void start();
     /// No more waiting: lets io_context::run() return once nothing else is pending.
     void stop() noexcept;
-    /// Sends are made in batches (send_batch): an owner with bytes to send calls defer_send()
+    /// Sends are made in batches (io_batch): an owner with bytes to send calls defer_send()
     /// instead of send(2), once, and is told the result by `calls` at the end of the event
     /// batch being dispatched, or after the handlers posted before it if none is.
     [[nodiscard]] bool batching() const noexcept { return sends_ != nullptr; }
-    void defer_send(void* owner, const send_batch::owner_calls& calls);
+    void defer_send(void* owner, const io_batch::owner_calls& calls);
     /// Takes `owner` out of the sends waiting (it is closing, and may be freed before them).
     void cancel_send(const void* owner) noexcept {
         if (sends_) sends_->remove(owner);
@@ -93,6 +103,8 @@ private:
     void wait();
     void dispatch();
     void send_deferred() noexcept;
+    /// Reads ahead for the batch's tagged owners that want to read; true if any did.
+    bool read_ahead(int n) noexcept;
 
     boost::asio::posix::stream_descriptor epoll_;
     tagged_handler tagged_;
@@ -100,7 +112,11 @@ private:
     int next_ = 0;  ///< the next event of the batch being dispatched
     int count_ = 0; ///< the events in that batch
     timeouts::clock::time_point reaped_{};
-    std::unique_ptr<send_batch> sends_; ///< null: a send(2) each
+    std::unique_ptr<io_batch> sends_; ///< null: a send(2) each
+    const tagged_reads* reads_;
+    /// Per event of the batch, with reads_ and sends_: where its owner read, and the answer.
+    std::unique_ptr<io_batch::read_target[]> targets_;
+    std::unique_ptr<long[]> read_;
     bool stopped_ = false;
     bool sends_posted_ = false; ///< a send_deferred() is queued on the io_context
 };

@@ -89,12 +89,73 @@ void connection::start() {
     born_ms_ = clock_ms(idle_.enrolled() ? idle_.idle_start() : timeouts::clock::now());
 }
 
-void connection::on_events(std::uint32_t events) noexcept {
+void connection::note(std::uint32_t events) noexcept {
     if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) readable_ = true;
     // After a hang-up no edge will ever come again: read until recv reports it.
     if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) hung_up_ = true;
     if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) writable_ = true;
+}
+
+void connection::on_events(std::uint32_t events) noexcept {
+    note(events);
     if (closed_ || !((want_read_ && readable_) || (want_write_ && writable_))) return;
+    want_read_ = want_write_ = false;
+    try {
+        drive();
+    } catch (...) {
+        close(close_reason::error); // out of memory mid-request
+    }
+}
+
+const net::poller::tagged_reads connection::reads{&connection::read_target, &connection::read_done};
+
+net::io_batch::read_target connection::read_target(void* c, std::uint32_t events) noexcept {
+    // Only the plain case: a connection that waits for input and holds none (so its first
+    // recv in drive() would be this one, at the start of its buffer). A TLS record, a tunnel's
+    // growing buffer, a lingering close and bytes held already read as before.
+    auto* self = static_cast<connection*>(c);
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) == 0 || self->closed_ ||
+        !self->want_read_ || self->tls_ || self->phase_ == conn_phase::linger ||
+        self->in_len() != 0 || self->session_.tunneling())
+        return {};
+    try {
+        io_state& io = self->io();
+        if (io.in.size() < initial_in_bytes) io.in.resize(initial_in_bytes);
+        return {self->fd_, io.in.data(), io.in.size()};
+    } catch (...) {
+        return {}; // out of memory: its own read fails the same way
+    }
+}
+
+void connection::read_done(void* c, std::uint32_t events, long result) noexcept {
+    static_cast<connection*>(c)->on_read_ahead(events, result);
+}
+
+void connection::on_read_ahead(std::uint32_t events, long result) noexcept {
+    // What read_some() does after its recv(2), for the recv the batch made.
+    note(events);
+    if (closed_) return; // closed by an earlier event of the batch: the bytes went with it
+    bool got = true;
+    if (result > 0) {
+        io_state& io = *io_;
+        io.in_len = static_cast<std::uint32_t>(result);
+        ctx_.metrics.received_bytes.add(result);
+        if (static_cast<std::size_t>(result) < io.in.size() && !hung_up_) readable_ = false;
+    } else if (result == 0) {
+        peer_eof_ = true;
+    } else if (result == -EAGAIN || result == -EWOULDBLOCK) {
+        readable_ = false;
+        got = false;
+        // An edge with nothing behind it: an idle connection holds no buffer.
+        if (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent) release_buffers();
+    } else if (result == -EINTR) {
+        got = false; // still readable: drive() reads
+    } else {
+        close(is_reset(static_cast<int>(-result)) ? close_reason::client_close
+                                                  : close_reason::error);
+        return;
+    }
+    if (!((want_read_ && (got || readable_)) || (want_write_ && writable_))) return;
     want_read_ = want_write_ = false;
     try {
         drive();
@@ -461,10 +522,10 @@ bool connection::write_pending() {
     return false;
 }
 
-const net::send_batch::owner_calls connection::batch_calls{&connection::batched_output,
-                                                           &connection::batched_sent};
+const net::io_batch::owner_calls connection::batch_calls{&connection::batched_output,
+                                                         &connection::batched_sent};
 
-net::send_batch::output connection::batched_output(void* c) noexcept {
+net::io_batch::output connection::batched_output(void* c) noexcept {
     const auto* self = static_cast<connection*>(c);
     if (self->closed_ || !self->io_) return {};
     const io_state& io = *self->io_;

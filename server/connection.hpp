@@ -90,6 +90,8 @@ public:
     static void on_poll(void* c, std::uint32_t events) noexcept {
         static_cast<connection*>(c)->on_events(events);
     }
+    /// The poller's reads ahead for connections: a batch's reads in one system call.
+    static const net::poller::tagged_reads reads;
 
     /// Graceful stop: idle connections close now; the others finish their request with
     /// Connection: close.
@@ -141,11 +143,15 @@ private:
     void drive(bool fresh = true);
     void run_drive() noexcept;
     bool read_some();
+    void note(std::uint32_t events) noexcept;
+    static net::io_batch::read_target read_target(void* c, std::uint32_t events) noexcept;
+    static void read_done(void* c, std::uint32_t events, long result) noexcept;
+    void on_read_ahead(std::uint32_t events, long result) noexcept;
     bool write_pending();
     /// The worker's batch of sends asks what is to go, then says how it went.
-    static net::send_batch::output batched_output(void* c) noexcept;
+    static net::io_batch::output batched_output(void* c) noexcept;
     static void batched_sent(void* c, long result) noexcept;
-    static const net::send_batch::owner_calls batch_calls;
+    static const net::io_batch::owner_calls batch_calls;
     void sent(long result) noexcept;
     bool send_file();
     // The socket, or TLS over it: the system calls' contract either way.

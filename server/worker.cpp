@@ -15,7 +15,7 @@ worker::worker(unsigned index, const config& cfg, unsigned workers,
     // Only this worker's thread touches its sockets, so the reactor may skip its per-descriptor
     // locks; other threads still post to the scheduler, which stays locked.
     : index_(index), io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO), registry_(io_, cfg.expire_batch),
-      date_(io_), poller_(io_, &connection::on_poll),
+      date_(io_), poller_(io_, &connection::on_poll, &connection::reads),
       settings_(worker_settings::from(cfg, nullptr, workers, access.get(), std::move(tls))),
       access_(std::move(access)), ctx_{io_,         registry_, date_,
                                        poller_,     settings_, metrics_,

@@ -119,10 +119,10 @@ upstream_connection::sent upstream_connection::flush() noexcept {
     return sent::all;
 }
 
-const net::send_batch::owner_calls upstream_connection::batch_calls{
+const net::io_batch::owner_calls upstream_connection::batch_calls{
     &upstream_connection::batched_output, &upstream_connection::batched_sent};
 
-net::send_batch::output upstream_connection::batched_output(void* c) noexcept {
+net::io_batch::output upstream_connection::batched_output(void* c) noexcept {
     const auto* self = static_cast<upstream_connection*>(c);
     return {self->fd_, self->out_, self->out_left_};
 }

@@ -116,11 +116,13 @@ start_tarry() { # PORT [EXTRA FLAGS...]
     wait_port "$port" || die "tarry did not listen on $port (see $WORK/tarry.log)"
 }
 
-# nginx 1.22, one process (master_process off), pinned to CPU 0, load/tls/nginx.conf.in.
+# nginx 1.22, one process (master_process off), pinned to CPU 0, load/tls/nginx.conf.in: TLS on
+# PORT, plain HTTP on PORT+2.
 start_nginx() { # PORT
     local port=$1 prefix=$WORK/nginx
     rm -rf "$prefix"; mkdir -p "$prefix"
     sed -e "s#@PREFIX@#$prefix#g" -e "s#@LISTEN@#127.0.0.1:$port#g" \
+        -e "s#@PLAIN@#127.0.0.1:$((port + 2))#g" \
         -e "s#@CERT@#$CERT#g" -e "s#@KEY@#$KEY#g" \
         "$REPO/load/tls/nginx.conf.in" > "$prefix/nginx.conf"
     taskset -c 0 "$NGINX" -p "$prefix/" -e "$prefix/error.log" -c "$prefix/nginx.conf" \

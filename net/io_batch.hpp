@@ -21,7 +21,7 @@ namespace tarry::net {
 /// liburing (Debian's liburing2) drives the ring. Without io_uring (an old kernel, a sandbox
 /// that forbids it, or TARRY_IO_URING=0 in the environment, as libuv's UV_USE_IO_URING) open()
 /// gives nothing and owners send as before, a call each.
-class send_batch {
+class io_batch {
 public:
     /// What an owner has to send, asked for when the batch goes out (so appends made since it
     /// asked are included, and a buffer that moved is read where it is now). fd < 0 or size 0:
@@ -39,10 +39,21 @@ public:
     };
 
     /// A ring for this thread, or nothing when io_uring cannot be had.
-    static std::unique_ptr<send_batch> open();
-    ~send_batch();
-    send_batch(const send_batch&) = delete;
-    send_batch& operator=(const send_batch&) = delete;
+    static std::unique_ptr<io_batch> open();
+    ~io_batch();
+    io_batch(const io_batch&) = delete;
+    io_batch& operator=(const io_batch&) = delete;
+
+    /// Where an owner's next bytes go (size 0: it reads nothing now).
+    struct read_target {
+        int fd = -1;
+        char* data = nullptr;
+        std::size_t size = 0;
+    };
+    /// Receives into every target at once (MSG_DONTWAIT): results[i] is recv(2)'s answer for
+    /// targets[i] (bytes, 0 at EOF, or -errno), untouched where size is 0. Returns the system
+    /// calls made.
+    int recv_all(const read_target* targets, long* results, std::size_t n) noexcept;
 
     /// Queues `owner` (once: the caller remembers that it did) for the next go().
     void add(void* owner, const owner_calls& calls);
@@ -61,10 +72,11 @@ private:
     };
     struct ring;
 
-    explicit send_batch(std::unique_ptr<ring> r);
+    explicit io_batch(std::unique_ptr<ring> r);
     int send_round() noexcept;
-    /// Sends the prepared entries of sending_[first, last): every slot answered on return.
-    int submit(std::size_t first, std::size_t last, unsigned submitted) noexcept;
+    /// Makes the `submitted` prepared calls of slots [0, count): every slot answered on return
+    /// (its result, or `refused`: the caller makes that call itself).
+    int submit(unsigned count, unsigned submitted) noexcept;
 
     std::unique_ptr<ring> ring_;
     std::vector<queued> queued_;

@@ -4,7 +4,7 @@
 // another's news go in a later round of the same go(); and the poller sends its batch at the
 // end of an event batch and after handlers posted outside one.
 #include <tarry/net/poller.hpp>
-#include <tarry/net/send_batch.hpp>
+#include <tarry/net/io_batch.hpp>
 
 #include <gtest/gtest.h>
 
@@ -54,7 +54,7 @@ struct sender {
     sender() = default;
     sender(int f, std::string o) : fd(f), out(std::move(o)) {}
 
-    static send_batch::output pending(void* o) noexcept {
+    static io_batch::output pending(void* o) noexcept {
         auto* s = static_cast<sender*>(o);
         s->asked = true;
         return {s->fd, s->out.data(), s->out.size()};
@@ -64,11 +64,11 @@ struct sender {
         s->told.push_back(result);
         if (s->then) s->then(*s);
     }
-    static constexpr send_batch::owner_calls calls{&sender::pending, &sender::sent};
+    static constexpr io_batch::owner_calls calls{&sender::pending, &sender::sent};
 };
 
-TEST(SendBatch, EveryQueuedOwnerSendsInOneCallAndIsToldHowItWent) {
-    auto batch = send_batch::open();
+TEST(IoBatch, EveryQueuedOwnerSendsInOneCallAndIsToldHowItWent) {
+    auto batch = io_batch::open();
     if (!batch) GTEST_SKIP() << "no io_uring on this kernel";
     std::vector<socket_pair> pairs(40);
     std::vector<sender> senders(pairs.size());
@@ -92,8 +92,8 @@ TEST(SendBatch, EveryQueuedOwnerSendsInOneCallAndIsToldHowItWent) {
     EXPECT_LE(senders[7].told[0], static_cast<long>(senders[7].out.size()));
 }
 
-TEST(SendBatch, AFullSocketAnswersEagainAndAPeerGoneAnswersItsError) {
-    auto batch = send_batch::open();
+TEST(IoBatch, AFullSocketAnswersEagainAndAPeerGoneAnswersItsError) {
+    auto batch = io_batch::open();
     if (!batch) GTEST_SKIP() << "no io_uring on this kernel";
     socket_pair full;
     const std::string chunk(65536, 'y');
@@ -113,8 +113,8 @@ TEST(SendBatch, AFullSocketAnswersEagainAndAPeerGoneAnswersItsError) {
     EXPECT_EQ(b.told[0], -EPIPE); // and no SIGPIPE: MSG_NOSIGNAL
 }
 
-TEST(SendBatch, AnOwnerTakenOutIsNeitherReadNorToldEvenByAnEarlierOwnersNews) {
-    auto batch = send_batch::open();
+TEST(IoBatch, AnOwnerTakenOutIsNeitherReadNorToldEvenByAnEarlierOwnersNews) {
+    auto batch = io_batch::open();
     if (!batch) GTEST_SKIP() << "no io_uring on this kernel";
     socket_pair p1;
     socket_pair p2;
@@ -135,8 +135,8 @@ TEST(SendBatch, AnOwnerTakenOutIsNeitherReadNorToldEvenByAnEarlierOwnersNews) {
     EXPECT_TRUE(c.told.empty()); // freed, say: never touched again
 }
 
-TEST(SendBatch, OwnersQueuedByNewsGoInALaterRoundOfTheSameGo) {
-    auto batch = send_batch::open();
+TEST(IoBatch, OwnersQueuedByNewsGoInALaterRoundOfTheSameGo) {
+    auto batch = io_batch::open();
     if (!batch) GTEST_SKIP() << "no io_uring on this kernel";
     socket_pair p;
     sender a{p.fd[0], "first "};
@@ -152,8 +152,8 @@ TEST(SendBatch, OwnersQueuedByNewsGoInALaterRoundOfTheSameGo) {
     EXPECT_TRUE(batch->empty());
 }
 
-TEST(SendBatch, NothingToSendIsToldZeroWithoutACall) {
-    auto batch = send_batch::open();
+TEST(IoBatch, NothingToSendIsToldZeroWithoutACall) {
+    auto batch = io_batch::open();
     if (!batch) GTEST_SKIP() << "no io_uring on this kernel";
     sender closed{-1, "unsent"};
     batch->add(&closed, sender::calls);
@@ -161,13 +161,13 @@ TEST(SendBatch, NothingToSendIsToldZeroWithoutACall) {
     EXPECT_EQ(closed.told, std::vector<long>{0});
 }
 
-TEST(SendBatch, TheEnvironmentCanTurnItOff) {
+TEST(IoBatch, TheEnvironmentCanTurnItOff) {
     ::setenv("TARRY_IO_URING", "0", 1);
-    EXPECT_EQ(send_batch::open(), nullptr);
+    EXPECT_EQ(io_batch::open(), nullptr);
     ::unsetenv("TARRY_IO_URING");
 }
 
-TEST(SendBatch, ThePollerSendsAfterTheHandlersPostedOutsideAnEventBatch) {
+TEST(IoBatch, ThePollerSendsAfterTheHandlersPostedOutsideAnEventBatch) {
     boost::asio::io_context io;
     poller p{io};
     if (!p.batching()) GTEST_SKIP() << "no io_uring on this kernel";

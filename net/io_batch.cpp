@@ -1,4 +1,4 @@
-#include "send_batch.hpp"
+#include "io_batch.hpp"
 
 #include <liburing.h>
 
@@ -13,15 +13,17 @@
 namespace tarry::net {
 namespace {
 
-/// Sends per system call: the ring's size (the completion ring is twice it, so it never fills).
+/// Calls per io_uring_enter: the ring's size (the completion ring is twice it, so it never fills).
 constexpr unsigned ring_entries = 256;
 /// Rounds in one go(): owners told of a send may queue again (the next pipelined response).
 constexpr int rounds_per_go = 8;
 /// A result slot not yet filled by the kernel.
 constexpr long unanswered = LONG_MIN;
+/// A slot the ring could not take: made as a call of its own.
+constexpr long refused = LONG_MIN + 1;
 
 /// A send of its own, for what the ring could not take.
-long send_now(const send_batch::output& out) noexcept {
+long send_now(const io_batch::output& out) noexcept {
     ssize_t n = 0;
     do {
         n = ::send(out.fd, out.data, out.size, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -36,7 +38,7 @@ bool wanted() noexcept {
 
 } // namespace
 
-struct send_batch::ring {
+struct io_batch::ring {
     io_uring uring{};
     std::vector<long> results;
     std::vector<io_uring_sqe*> prepared; ///< this round's, by slot (null: nothing to send)
@@ -44,7 +46,7 @@ struct send_batch::ring {
     ~ring() { io_uring_queue_exit(&uring); }
 };
 
-std::unique_ptr<send_batch> send_batch::open() {
+std::unique_ptr<io_batch> io_batch::open() {
     if (!wanted()) return nullptr;
     auto r = std::make_unique<ring>();
     // (Not IORING_SETUP_SINGLE_ISSUER: a worker's poller is made on the main thread, and
@@ -53,18 +55,18 @@ std::unique_ptr<send_batch> send_batch::open() {
         return nullptr; // no io_uring here (kernel, seccomp, io_uring_disabled): a call each
     r->results.resize(ring_entries);
     r->prepared.resize(ring_entries);
-    return std::unique_ptr<send_batch>(new send_batch(std::move(r)));
+    return std::unique_ptr<io_batch>(new io_batch(std::move(r)));
 }
 
-send_batch::send_batch(std::unique_ptr<ring> r) : ring_(std::move(r)) {}
+io_batch::io_batch(std::unique_ptr<ring> r) : ring_(std::move(r)) {}
 
-send_batch::~send_batch() = default;
+io_batch::~io_batch() = default;
 
-void send_batch::add(void* owner, const owner_calls& calls) {
+void io_batch::add(void* owner, const owner_calls& calls) {
     queued_.push_back({owner, &calls});
 }
 
-void send_batch::remove(const void* owner) noexcept {
+void io_batch::remove(const void* owner) noexcept {
     for (auto* v : {&queued_, &sending_}) {
         for (queued& q : *v) {
             if (q.owner == owner) q.owner = nullptr;
@@ -72,14 +74,14 @@ void send_batch::remove(const void* owner) noexcept {
     }
 }
 
-int send_batch::go() noexcept {
+int io_batch::go() noexcept {
     int calls = 0;
     for (int round = 0; round < rounds_per_go && !queued_.empty(); ++round)
         calls += send_round();
     return calls;
 }
 
-int send_batch::submit(std::size_t first, std::size_t last, unsigned submitted) noexcept {
+int io_batch::submit(unsigned count, unsigned submitted) noexcept {
     std::vector<long>& results = ring_->results;
     int calls = 0;
     unsigned waiting = submitted;
@@ -91,7 +93,7 @@ int send_batch::submit(std::size_t first, std::size_t last, unsigned submitted) 
         io_uring_cqe* cqe = nullptr;
         io_uring_for_each_cqe(&ring_->uring, head, cqe) {
             const std::uint64_t slot = io_uring_cqe_get_data64(cqe);
-            if (slot < ring_entries && results[slot] == unanswered) {
+            if (slot < count && results[slot] == unanswered) {
                 results[slot] = cqe->res;
                 --waiting;
             }
@@ -103,33 +105,76 @@ int send_batch::submit(std::size_t first, std::size_t last, unsigned submitted) 
     if (waiting == 0) return calls;
     // The ring refused (no memory for requests, say). The kernel takes entries in order: the
     // last `left` prepared are still in the queue. They become no-ops whose answers nobody
-    // reads, and go as sends of their own instead.
+    // reads, and the caller makes them as calls of their own.
     unsigned left = io_uring_sq_ready(&ring_->uring);
-    for (std::size_t i = last; i-- > first && left != 0;) {
-        io_uring_sqe* sqe = ring_->prepared[i - first];
-        if (sqe == nullptr) continue;
+    for (unsigned slot = count; slot-- > 0 && left != 0;) {
+        io_uring_sqe* sqe = ring_->prepared[slot];
+        if (sqe == nullptr || results[slot] != unanswered) continue;
         --left;
         io_uring_prep_nop(sqe);
         io_uring_sqe_set_data64(sqe, ring_entries);
-        const queued& q = sending_[i];
-        results[i - first] = send_now(q.calls->pending(q.owner));
-        ++calls;
+        results[slot] = refused;
     }
-    // Taken but never answered: cannot happen with MSG_DONTWAIT (each send is made inside the
-    // call that takes it); were it to, the connection is failed rather than sent twice.
-    for (std::size_t i = first; i < last; ++i) {
-        if (results[i - first] == unanswered) results[i - first] = -EIO;
+    // Taken but never answered: cannot happen with MSG_DONTWAIT (each call is made inside the
+    // io_uring_enter that takes it); were it to, the connection is failed rather than served
+    // twice.
+    for (unsigned slot = 0; slot < count; ++slot) {
+        if (results[slot] == unanswered) results[slot] = -EIO;
     }
     return calls;
 }
 
-int send_batch::send_round() noexcept {
+int io_batch::recv_all(const read_target* targets, long* results, std::size_t n) noexcept {
+    int calls = 0;
+    std::vector<long>& slots = ring_->results;
+    for (std::size_t first = 0; first < n;) {
+        const std::size_t last = std::min(n, first + ring_entries);
+        const auto count = static_cast<unsigned>(last - first);
+        unsigned submitted = 0;
+        for (unsigned slot = 0; slot < count; ++slot) {
+            const read_target& t = targets[first + slot];
+            ring_->prepared[slot] = nullptr;
+            slots[slot] = 0;
+            if (t.size == 0) continue;
+            io_uring_sqe* sqe = io_uring_get_sqe(&ring_->uring);
+            if (sqe == nullptr) {
+                slots[slot] = refused;
+                continue;
+            }
+            io_uring_prep_recv(sqe, t.fd, t.data, t.size, MSG_DONTWAIT);
+            io_uring_sqe_set_data64(sqe, slot);
+            ring_->prepared[slot] = sqe;
+            slots[slot] = unanswered;
+            ++submitted;
+        }
+        if (submitted != 0) calls += submit(count, submitted);
+        for (unsigned slot = 0; slot < count; ++slot) {
+            const read_target& t = targets[first + slot];
+            if (t.size == 0) continue;
+            long r = slots[slot];
+            if (r == refused) {
+                ssize_t got = 0;
+                do {
+                    got = ::recv(t.fd, t.data, t.size, MSG_DONTWAIT);
+                } while (got < 0 && errno == EINTR);
+                r = got >= 0 ? got : -errno;
+                ++calls;
+            }
+            results[first + slot] = r;
+        }
+        first = last;
+    }
+    return calls;
+}
+
+int io_batch::send_round() noexcept {
     sending_.swap(queued_);
     queued_.clear();
     int calls = 0;
     const std::vector<long>& results = ring_->results;
     for (std::size_t first = 0; first < sending_.size();) {
         const std::size_t last = std::min(sending_.size(), first + ring_entries);
+        const auto count = static_cast<unsigned>(last - first);
         unsigned submitted = 0;
         for (std::size_t i = first; i < last; ++i) {
             long& result = ring_->results[i - first];
@@ -141,8 +186,7 @@ int send_batch::send_round() noexcept {
             if (out.fd < 0 || out.size == 0) continue;
             io_uring_sqe* sqe = io_uring_get_sqe(&ring_->uring);
             if (sqe == nullptr) { // the queue is full (no-ops left by a refusal)
-                result = send_now(out);
-                ++calls;
+                result = refused;
                 continue;
             }
             io_uring_prep_send(sqe, out.fd, out.data, out.size, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -151,7 +195,13 @@ int send_batch::send_round() noexcept {
             result = unanswered;
             ++submitted;
         }
-        if (submitted != 0) calls += submit(first, last, submitted);
+        if (submitted != 0) calls += submit(count, submitted);
+        for (std::size_t i = first; i < last; ++i) {
+            long& result = ring_->results[i - first];
+            if (result != refused || sending_[i].owner == nullptr) continue;
+            result = send_now(sending_[i].calls->pending(sending_[i].owner));
+            ++calls;
+        }
         // Told in order; an owner closed by an earlier one's news was taken out (remove()).
         for (std::size_t i = first; i < last; ++i) {
             const queued q = sending_[i];
