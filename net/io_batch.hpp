@@ -6,21 +6,29 @@
 
 namespace tarry::net {
 
-/// The sends of one turn of a worker's loop, made in one system call.
+/// The socket calls of one turn of a worker's loop, made in one system call each way.
 ///
-/// A proxied request costs four socket calls (a recv and a send on each side), and on this
-/// project's machines a system call costs more than the TCP work it does (a 100-byte send or
-/// recv on loopback: 2.4 us as a call of its own, 0.8 us inside a batch; load/README.md, "Sends
-/// in batches"). So an owner with bytes to send does not send them: it asks for a place in the
-/// batch, and when the turn's events (or the handlers posted in it) are done, the batch takes
-/// every owner's bytes as they are then, sends them all through one io_uring_enter, and tells
-/// each owner how its send went. Every send carries MSG_DONTWAIT, so the kernel makes it at once
-/// (what fits, or EAGAIN) and never parks it: when the call returns, every answer is in, and no
-/// buffer is read by the kernel after it.
+/// A proxied request costs four socket calls (a recv and a send on each side), a plain one two,
+/// and on this project's machines (a paravirtualized guest, page-table isolation on) entering
+/// the kernel costs more than the TCP work a small call does: a 100-byte recv or send on
+/// loopback takes about 2.4 us as a call of its own and 0.8 us inside a batch
+/// (load/io_batch_cost; load/README.md, "Socket calls in batches").
+///
+/// Reads: as the poller takes a batch of events, every plain client connection that waits for
+/// input says where its next bytes go, and recv_all() receives into all of them in one
+/// io_uring_enter; each connection then takes its answer where its own recv would have.
+///
+/// Sends: an owner with bytes to send does not send them: it asks for a place in the batch, and
+/// when the turn's events (or the handlers posted in it) are done, go() takes every owner's bytes
+/// as they are then, sends them in one io_uring_enter, and tells each owner how its send went.
+///
+/// Every call carries MSG_DONTWAIT, so the kernel makes it at once (what there is or what fits,
+/// or EAGAIN) and never parks it: when io_uring_enter returns, every answer is in, and no buffer
+/// is touched by the kernel after it. Nothing is left in flight, so nothing outlives its owner.
 ///
 /// liburing (Debian's liburing2) drives the ring. Without io_uring (an old kernel, a sandbox
 /// that forbids it, or TARRY_IO_URING=0 in the environment, as libuv's UV_USE_IO_URING) open()
-/// gives nothing and owners send as before, a call each.
+/// gives nothing and owners make their calls as before, one system call each.
 class io_batch {
 public:
     /// What an owner has to send, asked for when the batch goes out (so appends made since it

@@ -103,8 +103,14 @@ bool poller::read_ahead(int n) noexcept {
                           : io_batch::read_target{};
         any = any || targets_[i].size != 0;
     }
-    if (any) sends_->recv_all(targets_.get(), read_.get(), static_cast<std::size_t>(n));
-    return any;
+    if (!any) return false;
+    sends_->recv_all(targets_.get(), read_.get(), static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        if (targets_[i].size == 0) continue;
+        const auto bits = reinterpret_cast<std::uintptr_t>(events_[i].data.ptr);
+        reads_->landed(reinterpret_cast<void*>(bits & ~tag), read_[i]);
+    }
+    return true;
 }
 
 void poller::start() {

@@ -59,6 +59,10 @@ public:
     /// answer (bytes, 0 at EOF, -errno) already in the owner's buffer.
     struct tagged_reads {
         io_batch::read_target (*target)(void* owner, std::uint32_t events) noexcept;
+        /// Called for every owner as soon as the reads are made, before any event of the batch
+        /// is dispatched: from then on its buffer holds the bytes (so that an earlier event's
+        /// handler, such as pressure choosing a connection to close, sees them).
+        void (*landed)(void* owner, long result) noexcept;
         void (*done)(void* owner, std::uint32_t events, long result) noexcept;
     };
 

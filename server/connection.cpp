@@ -107,7 +107,13 @@ void connection::on_events(std::uint32_t events) noexcept {
     }
 }
 
-const net::poller::tagged_reads connection::reads{&connection::read_target, &connection::read_done};
+const net::poller::tagged_reads connection::reads{&connection::read_target,
+                                                  &connection::read_landed, &connection::read_done};
+
+void connection::read_landed(void* c, long result) noexcept {
+    auto* self = static_cast<connection*>(c);
+    if (result > 0 && !self->closed_) self->io_->in_len = static_cast<std::uint32_t>(result);
+}
 
 net::io_batch::read_target connection::read_target(void* c, std::uint32_t events) noexcept {
     // Only the plain case: a connection that waits for input and holds none (so its first
@@ -137,8 +143,7 @@ void connection::on_read_ahead(std::uint32_t events, long result) noexcept {
     if (closed_) return; // closed by an earlier event of the batch: the bytes went with it
     bool got = true;
     if (result > 0) {
-        io_state& io = *io_;
-        io.in_len = static_cast<std::uint32_t>(result);
+        const io_state& io = *io_; // read_landed() counted the bytes in
         ctx_.metrics.received_bytes.add(result);
         if (static_cast<std::size_t>(result) < io.in.size() && !hung_up_) readable_ = false;
     } else if (result == 0) {
@@ -255,7 +260,7 @@ void connection::run_drive() noexcept {
 }
 
 bool connection::idle() const noexcept {
-    return !closed_ &&
+    return !closed_ && !sending_ &&
            (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent ||
             phase_ == conn_phase::handshake ||
             (phase_ == conn_phase::header && in_len() == 0 && (!io_ || io_->out.empty())));
@@ -496,6 +501,11 @@ bool connection::write_pending() {
         if (ctx_.poll.batching() && !tls_ && !session_.tunneling()) [[likely]] {
             sending_ = true;
             ctx_.poll.defer_send(this, batch_calls);
+            // Answered from an idle phase (its next phase is decided when the batch has sent
+            // this): no longer the oldest idle connection that pressure would take (its read
+            // time, no clock read).
+            if (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent)
+                timeout_registry::touch(idle_, ctx_.poll.reaped());
             return false;
         }
         io_state& io = *io_;
@@ -773,6 +783,9 @@ void connection::join_timeouts() {
 }
 
 void connection::on_timeout() noexcept {
+    // A response waits in the batch of sends, its phase not yet decided: the batch's answer
+    // enrolls it again.
+    if (sending_) return;
     switch (phase_) {
     case conn_phase::keep_alive: {
         // A request may be in the socket already, its edge not yet handled: serve it rather

@@ -92,6 +92,8 @@ public:
     }
     /// The poller's reads ahead for connections: a batch's reads in one system call.
     static const net::poller::tagged_reads reads;
+    /// The batch's read for this connection landed in its buffer (result > 0: bytes).
+    static void read_landed(void* c, long result) noexcept;
 
     /// Graceful stop: idle connections close now; the others finish their request with
     /// Connection: close.
@@ -116,6 +118,9 @@ public:
     }
     /// Whether bytes wait in its socket that it has not read yet (one system call).
     [[nodiscard]] bool input_waiting() const noexcept;
+    /// Whether a response of its waits in the worker's batch of sends (its phase and timeout
+    /// are decided when the batch says how the send went): never closed as idle meanwhile.
+    [[nodiscard]] bool sending() const noexcept { return sending_; }
     /// Its next response says Connection: close; while idle it stays open.
     void retire() noexcept { session_.retire(); }
     /// retire(), for a keep-alive connection pressure chose: it moves to the retired kind, so

@@ -45,7 +45,7 @@ bool pressure::relieve() noexcept {
         timeouts::idle_entry* e = registry_.oldest(kind);
         if (e == nullptr || e->idle_start() > since) return;
         connection& c = connection::from(*e);
-        if (spare_if_input && c.input_waiting()) return;
+        if (c.sending() || (spare_if_input && c.input_waiting())) return;
         if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
     };
     consider(client_kinds::keep_alive, quiet, true);

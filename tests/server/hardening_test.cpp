@@ -2,9 +2,12 @@
 // paths, over real sockets. Timing checks are one-sided with generous slack.
 #include "server_fixture.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <malloc.h>
 
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -289,6 +292,47 @@ TEST_F(HardeningTest, PressureSparesAConnectionMidRequest) {
     auto r = partial.read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
+}
+
+// An idle keep-alive client sends its next request in the same turn of the loop as a newcomer
+// arrives at the limit, in either order. With the socket calls batched, the idle client's request
+// may already be read (the batch's reads come before any event is handled), or its answer may
+// wait in the batch of sends: either way it is not an idle connection, and pressure does not
+// close it under its request.
+TEST_F(HardeningTest, PressureSparesAnIdleClientWhoseRequestCameInTheSameTurnAsANewcomer) {
+    for (const bool client_first : {false, true}) {
+        SCOPED_TRACE(client_first ? "request, then newcomer" : "newcomer, then request");
+        cfg.max_connections = 2;
+        cfg.header_timeout = 30s;
+        cfg.keep_alive_min_timeout = 100ms;
+        start();
+        test_client a(port);
+        ASSERT_TRUE(a.send(get));
+        ASSERT_TRUE(a.read_response(2s));
+        std::this_thread::sleep_for(20ms);
+        test_client b(port);
+        ASSERT_TRUE(b.send(get));
+        ASSERT_TRUE(b.read_response(2s));
+        std::this_thread::sleep_for(150ms); // both idle past keep_alive_min_timeout; a oldest
+        // Hold the worker, so that both arrivals land in one batch of events.
+        boost::asio::post(srv->workers()[0]->io(), [] { std::this_thread::sleep_for(300ms); });
+        std::this_thread::sleep_for(50ms);
+        std::optional<test_client> newcomer;
+        if (!client_first) newcomer.emplace(port);
+        ASSERT_TRUE(a.send(get));
+        if (client_first) newcomer.emplace(port);
+        ASSERT_TRUE(newcomer->send(get));
+        auto ra = a.read_response(3s);
+        ASSERT_TRUE(ra) << "the idle client's request was lost";
+        EXPECT_EQ(ra->status, 200);
+        auto rn = newcomer->read_response(3s);
+        ASSERT_TRUE(rn); // served: for the idle one pressure took, or from the reserve
+        EXPECT_EQ(rn->status, 200);
+        EXPECT_LE(closes(*srv, close_reason::pressure), 1);
+        srv->stop();
+        runner.join();
+        srv.reset();
+    }
 }
 
 TEST_F(HardeningTest, PressureSparesAConnectionAcceptedWithinTheQuietTime) {
