@@ -3,8 +3,8 @@
 // with what fitted; an owner taken out (closing) is neither read nor told; owners queued by
 // another's news go in a later round of the same go(); and the poller sends its batch at the
 // end of an event batch and after handlers posted outside one.
-#include <tarry/net/poller.hpp>
 #include <tarry/net/io_batch.hpp>
+#include <tarry/net/poller.hpp>
 
 #include <gtest/gtest.h>
 
@@ -159,6 +159,41 @@ TEST(IoBatch, NothingToSendIsToldZeroWithoutACall) {
     batch->add(&closed, sender::calls);
     EXPECT_EQ(batch->go(), 0);
     EXPECT_EQ(closed.told, std::vector<long>{0});
+}
+
+TEST(IoBatch, ReadsLandWhereEachOwnerSaidAndSayBytesEofOrEagain) {
+    auto batch = io_batch::open();
+    if (!batch) GTEST_SKIP() << "no io_uring on this kernel";
+    socket_pair data;
+    socket_pair quiet;
+    socket_pair closed;
+    socket_pair skipped;
+    ASSERT_EQ(::write(data.fd[1], "GET / HTTP/1.1\r\n\r\n", 18), 18);
+    ::close(closed.fd[1]);
+    closed.fd[1] = -1;
+    ASSERT_EQ(::write(skipped.fd[1], "x", 1), 1);
+    char b[4][64] = {};
+    const io_batch::read_target targets[] = {
+        {data.fd[0], b[0], sizeof b[0]},
+        {quiet.fd[0], b[1], sizeof b[1]},
+        {closed.fd[0], b[2], sizeof b[2]},
+        {skipped.fd[0], b[3], 0}, // reads nothing now
+    };
+    long results[4] = {0, 0, 0, 12345};
+    EXPECT_EQ(batch->recv_all(targets, results, 4), 1); // one io_uring_enter for three
+    EXPECT_EQ(results[0], 18);
+    EXPECT_EQ(std::string(b[0], 18), "GET / HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(results[1], -EAGAIN); // never parked: MSG_DONTWAIT
+    EXPECT_EQ(results[2], 0);       // EOF
+    EXPECT_EQ(results[3], 12345);   // untouched
+    char left = 0;
+    EXPECT_EQ(::read(skipped.fd[0], &left, 1), 1); // its byte still in its socket
+    // A single read is a recv(2) of its own, with the same answer.
+    ASSERT_EQ(::write(quiet.fd[1], "late", 4), 4);
+    const io_batch::read_target one[] = {{quiet.fd[0], b[1], sizeof b[1]}};
+    long result = 0;
+    EXPECT_EQ(batch->recv_all(one, &result, 1), 1);
+    EXPECT_EQ(result, 4);
 }
 
 TEST(IoBatch, TheEnvironmentCanTurnItOff) {
