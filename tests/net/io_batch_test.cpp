@@ -6,6 +6,8 @@
 #include <tarry/net/io_batch.hpp>
 #include <tarry/net/poller.hpp>
 
+#include "socket_pair.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -22,26 +24,6 @@
 
 namespace tarry::net {
 namespace {
-
-/// A connected pair of non-blocking stream sockets, closed at the end.
-struct socket_pair {
-    int fd[2] = {-1, -1};
-    socket_pair() { ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fd); }
-    socket_pair(const socket_pair&) = delete;
-    socket_pair& operator=(const socket_pair&) = delete;
-    ~socket_pair() {
-        for (int f : fd)
-            if (f >= 0) ::close(f);
-    }
-    /// Everything waiting at the far end.
-    [[nodiscard]] std::string drain() const {
-        std::string got;
-        char b[65536];
-        for (ssize_t n; (n = ::read(fd[1], b, sizeof b)) > 0;)
-            got.append(b, static_cast<std::size_t>(n));
-        return got;
-    }
-};
 
 /// An owner with an output string and a socket, recording what it was told.
 struct sender {

@@ -3,6 +3,8 @@
 // nothing more from it.
 #include <tarry/net/poller.hpp>
 
+#include "socket_pair.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,19 +28,6 @@ struct owner final : pollable {
         last = events;
         if (then) then();
     }
-};
-
-/// A connected pair of non-blocking stream sockets, closed at the end.
-struct socket_pair {
-    int fd[2] = {-1, -1};
-    socket_pair() { ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fd); }
-    socket_pair(const socket_pair&) = delete;
-    socket_pair& operator=(const socket_pair&) = delete;
-    ~socket_pair() {
-        for (int f : fd)
-            if (f >= 0) ::close(f);
-    }
-    void say(const char* bytes) const { ASSERT_GT(::write(fd[1], bytes, 1), 0); }
 };
 
 class PollerTest : public ::testing::Test {
