@@ -75,7 +75,7 @@ struct reply {
         const auto* r = static_cast<reply*>(o);
         return {r->fd, r->data, 100};
     }
-    static void sent(void*, long result) noexcept {
+    static void sent(void*, long result, std::size_t) noexcept {
         if (result != 100) std::fprintf(stderr, "short send %ld\n", result);
     }
     static constexpr tarry::net::io_batch::owner_calls calls{&reply::pending, &reply::sent};

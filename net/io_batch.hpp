@@ -42,8 +42,9 @@ public:
     /// The owner's side: `owner` is what was added.
     struct owner_calls {
         output (*pending)(void* owner) noexcept;
-        /// The send's result: bytes sent, or -errno.
-        void (*sent)(void* owner, long result) noexcept;
+        /// The send's result (bytes sent, or -errno) for the `asked` bytes pending() gave (fewer
+        /// sent than asked: the socket is full; the owner may have more by now, added since).
+        void (*sent)(void* owner, long result, std::size_t asked) noexcept;
     };
 
     /// A ring for this thread, or nothing when io_uring cannot be had.

@@ -502,10 +502,11 @@ bool connection::write_pending() {
             sending_ = true;
             ctx_.poll.defer_send(this, batch_calls);
             // Answered from an idle phase (its next phase is decided when the batch has sent
-            // this): no longer the oldest idle connection that pressure would take (its read
-            // time, no clock read).
+            // this): no longer the oldest idle connection, which pressure would take. (A clock
+            // read: a list's times never go back, and other entries were touched since the
+            // batch's reading.)
             if (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent)
-                timeout_registry::touch(idle_, ctx_.poll.reaped());
+                timeout_registry::touch(idle_);
             return false;
         }
         io_state& io = *io_;
@@ -542,11 +543,11 @@ net::io_batch::output connection::batched_output(void* c) noexcept {
     return {self->fd_, io.out.data() + io.out_off, io.out.size() - io.out_off};
 }
 
-void connection::batched_sent(void* c, long result) noexcept {
-    static_cast<connection*>(c)->sent(result);
+void connection::batched_sent(void* c, long result, std::size_t asked) noexcept {
+    static_cast<connection*>(c)->sent(result, asked);
 }
 
-void connection::sent(long result) noexcept {
+void connection::sent(long result, std::size_t asked) noexcept {
     // What write_pending() does after its send(2), for a send the batch made.
     sending_ = false;
     if (closed_) return;
@@ -555,9 +556,15 @@ void connection::sent(long result) noexcept {
             io_state& io = *io_;
             io.out_off += static_cast<std::uint32_t>(result);
             ctx_.metrics.sent_bytes.add(result);
-            if (io.out_off < io.out.size()) { // the send buffer is full
+            if (static_cast<std::size_t>(result) < asked) { // the send buffer is full
                 writable_ = false;
                 wait(true);
+                return;
+            }
+            if (io.out_off < io.out.size()) {
+                // All of it went, and more was added since the batch asked (another owner's
+                // news, such as a proxy's 502 for this client): it goes in the next batch.
+                run_drive();
                 return;
             }
             io.out.clear();

@@ -155,9 +155,9 @@ private:
     bool write_pending();
     /// The worker's batch of sends asks what is to go, then says how it went.
     static net::io_batch::output batched_output(void* c) noexcept;
-    static void batched_sent(void* c, long result) noexcept;
+    static void batched_sent(void* c, long result, std::size_t asked) noexcept;
     static const net::io_batch::owner_calls batch_calls;
-    void sent(long result) noexcept;
+    void sent(long result, std::size_t asked) noexcept;
     bool send_file();
     // The socket, or TLS over it: the system calls' contract either way.
     ssize_t recv_some(char* p, std::size_t n) noexcept;

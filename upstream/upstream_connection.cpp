@@ -127,14 +127,15 @@ net::io_batch::output upstream_connection::batched_output(void* c) noexcept {
     return {self->fd_, self->out_, self->out_left_};
 }
 
-void upstream_connection::batched_sent(void* c, long result) noexcept {
+void upstream_connection::batched_sent(void* c, long result, std::size_t asked) noexcept {
     auto* self = static_cast<upstream_connection*>(c);
     self->deferred_ = false;
     if (self->fd_ < 0) return;
     if (result >= 0) {
         self->out_ += result;
         self->out_left_ -= static_cast<std::size_t>(result);
-        if (self->out_left_ != 0) self->writable_ = false; // the rest at the output edge
+        if (static_cast<std::size_t>(result) < asked)
+            self->writable_ = false; // the socket is full: the rest at the output edge
     } else if (result == -EAGAIN || result == -EWOULDBLOCK) {
         self->writable_ = false;
     } else if (result != -EINTR) {

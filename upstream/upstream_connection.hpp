@@ -123,7 +123,7 @@ private:
     void on_expire() noexcept;
     /// The worker's batch of sends asks what is to go, then says how it went.
     static net::io_batch::output batched_output(void* c) noexcept;
-    static void batched_sent(void* c, long result) noexcept;
+    static void batched_sent(void* c, long result, std::size_t asked) noexcept;
     static const net::io_batch::owner_calls batch_calls;
     /// Delivers what is due: the connect's result, a write's end, reads while the socket has
     /// bytes, or (idle) the event to the pool.
