@@ -4,7 +4,8 @@
 #include <tarry/timeouts/idle_entry.hpp>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
+// After io_context.hpp, which it needs: the reactor type (epoll), for the poller's own wait.
+#include <boost/asio/detail/reactor.hpp>
 
 #include <array>
 #include <cstdint>
@@ -19,6 +20,18 @@ namespace tarry::net {
 class pollable {
 public:
     virtual void on_events(std::uint32_t events) noexcept = 0;
+
+    /// With batched reads: the read it would make now for `events` (its descriptor, and the most
+    /// it takes), made with the batch's other reads before any event is dispatched. The poller
+    /// lends the space (`data` is ignored) and may give less. Size 0 (the default): no read;
+    /// the event goes to on_events as usual.
+    virtual io_batch::read_target read_ahead(std::uint32_t /*events*/) noexcept { return {}; }
+    /// The event, with the read made for it: `result` is recv(2)'s answer (bytes at `t.data`,
+    /// valid until this returns; 0 at EOF; -errno) for the `t.size` bytes asked.
+    virtual void on_read_ahead(std::uint32_t events, const io_batch::read_target& /*t*/,
+                               long /*result*/) noexcept {
+        on_events(events);
+    }
 
 protected:
     pollable() = default;
@@ -40,6 +53,12 @@ protected:
 /// output, edge-triggered; the owner tracks readiness itself (set by an edge, cleared by EAGAIN
 /// or a short read), which is all edge-triggered epoll asks. Closing the descriptor unregisters
 /// it.
+///
+/// The epoll descriptor itself is waited on the same way, by an operation of Asio's reactor of
+/// its own (ready_op), not by async_wait, whose epoll_ctl per wait would come back once per
+/// turn of the loop (6% of a proxied request's CPU, load/README.md, "The poller's own wait").
+/// Its edges are enough: the set is drained before each wait, and an edge that comes while no
+/// wait is queued stays in Asio's epoll set until the next.
 ///
 /// An owner may be closed while events for it sit in the batch being dispatched: either it is
 /// not freed inside a batch (client connections free themselves through a posted handler), or
@@ -84,7 +103,8 @@ public:
     /// dispatching, if any: called by an owner that may be freed before the batch ends.
     static void forget(const pollable& owner) noexcept;
 
-    /// Waits on Asio for the epoll descriptor; again after each batch until stop().
+    /// Takes what is ready, then waits on Asio for the epoll descriptor; again after each batch
+    /// until stop().
     void start();
     /// No more waiting: lets io_context::run() return once nothing else is pending.
     void stop() noexcept;
@@ -98,19 +118,35 @@ public:
         if (sends_) sends_->remove(owner);
     }
 
+    /// Frees the space lent to pollables' reads (kept between batches), as the heap is trimmed.
+    static void release_kept() noexcept;
+
     /// When the batch being dispatched was taken from epoll (one clock reading per batch): when
     /// a request's first bytes were seen, for its duration.
     [[nodiscard]] timeouts::clock::time_point reaped() const noexcept { return reaped_; }
 
 private:
-    bool add(int fd, void* data, std::uint32_t events) noexcept;
-    void wait();
-    void dispatch();
-    void send_deferred() noexcept;
-    /// Reads ahead for the batch's tagged owners that want to read; true if any did.
-    bool read_ahead(int n) noexcept;
+    class ready_op;
 
-    boost::asio::posix::stream_descriptor epoll_;
+    bool add(int fd, void* data, std::uint32_t events) noexcept;
+    /// Queues the wait for the epoll descriptor's next edge (once).
+    void wait() noexcept;
+    /// Dispatches what the set holds, then waits again (or, when batches were full, comes back
+    /// after Asio's other work).
+    void ready();
+    /// Returns true if it stopped with events possibly left (every batch full).
+    bool dispatch();
+    void send_deferred() noexcept;
+    /// Reads ahead for the batch's owners that want to read; true if any did.
+    bool read_ahead(int n) noexcept;
+    /// Lends space to the pollables' reads among targets_[0, n) (`wanting` of them).
+    void lend_space(int n, int wanting) noexcept;
+
+    boost::asio::io_context& io_;
+    int epoll_ = -1;
+    boost::asio::detail::reactor& reactor_;
+    boost::asio::detail::reactor::per_descriptor_data reactor_data_ = nullptr;
+    ready_op* wait_op_; ///< freed here, or by Asio when it still holds it as this goes
     tagged_handler tagged_;
     std::array<epoll_event, 512> events_{};
     int next_ = 0;  ///< the next event of the batch being dispatched
@@ -118,7 +154,7 @@ private:
     timeouts::clock::time_point reaped_{};
     std::unique_ptr<io_batch> sends_; ///< null: a send(2) each
     const tagged_reads* reads_;
-    /// Per event of the batch, with reads_ and sends_: where its owner read, and the answer.
+    /// Per event of the batch, with sends_: where its owner read, and the answer.
     std::unique_ptr<io_batch::read_target[]> targets_;
     std::unique_ptr<long[]> read_;
     bool stopped_ = false;

@@ -54,6 +54,7 @@ void heap_trimmer::trim() noexcept {
         if (posted_) return;
     }
     connection::release_kept(); // kept objects from the peak would pin their pages
+    net::poller::release_kept();
     upstream::upstream_connection::release_kept();
     // Every arena, not only the main one: the whole pages inside free chunks go back (madvise).
     // A worker arena's top chunk is left to free(), which shrinks it past 128 KiB.

@@ -22,6 +22,16 @@ using buffer_type = std::array<char, upstream_connection::read_size>;
 
 /// The thread's read buffer: a read is consumed before the next one on this thread starts.
 thread_local std::unique_ptr<buffer_type> thread_buffer;
+/// Where the bytes being delivered are (the thread's buffer, or the poller's lent space).
+thread_local const char* delivered = nullptr;
+
+/// The read the poller made for the connection whose on_read_ahead() is running.
+struct ahead_read {
+    const char* data = nullptr;
+    std::size_t asked = 0;
+    long result = 0;
+};
+thread_local ahead_read ahead;
 
 // What a pooled connection costs besides its socket and its shared_ptr block: no buffer (see
 // load/README.md, "The proxy's upstream connections on the worker's poller").
@@ -155,7 +165,7 @@ void upstream_connection::shutdown_send() noexcept {
 }
 
 const char* upstream_connection::buffer() const noexcept {
-    return thread_buffer ? thread_buffer->data() : nullptr;
+    return delivered;
 }
 
 bool upstream_connection::quiet() noexcept {
@@ -177,6 +187,30 @@ void upstream_connection::on_events(std::uint32_t events) noexcept {
     if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) writable_ = true;
     if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) hung_up_ = true;
     run();
+}
+
+net::io_batch::read_target upstream_connection::read_ahead(std::uint32_t events) noexcept {
+    // The read run() would make for this edge: its user asked for bytes, nothing else comes first.
+    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) == 0 || want_ == 0 ||
+        user_ == nullptr || fd_ < 0 || connecting_)
+        return {};
+    return {fd_, nullptr, want_};
+}
+
+void upstream_connection::on_read_ahead(std::uint32_t events, const net::io_batch::read_target& t,
+                                        long result) noexcept {
+    const auto self = shared_from_this();
+    if (want_ != 0 && user_ != nullptr) {
+        ahead = {t.data, t.size, result};
+        ahead_ = true;
+    } else if (result != -EAGAIN && result != -EWOULDBLOCK) {
+        hung_up_ = true; // bytes (or an end) nobody asked for: it carries no other request
+    }
+    on_events(events); // run() takes the read where it would have made its own
+    if (ahead_) {
+        ahead_ = false; // not taken (its user stopped reading): nothing else may read after it
+        hung_up_ = true;
+    }
 }
 
 void upstream_connection::run() noexcept {
@@ -206,29 +240,40 @@ void upstream_connection::run() noexcept {
             }
         }
         if (want_ == 0 || !readable_ || user_ == nullptr || fd_ < 0) break;
-        if (!thread_buffer) {
-            try {
-                thread_buffer = std::make_unique<buffer_type>();
-            } catch (const std::bad_alloc&) {
-                want_ = 0;
-                user_->on_read(error_of(ENOMEM), 0);
-                continue;
+        long n = 0;
+        std::size_t asked = want_;
+        if (ahead_) { // the poller read for it
+            ahead_ = false;
+            delivered = ahead.data;
+            asked = ahead.asked;
+            n = ahead.result;
+        } else {
+            if (!thread_buffer) {
+                try {
+                    thread_buffer = std::make_unique<buffer_type>();
+                } catch (const std::bad_alloc&) {
+                    want_ = 0;
+                    user_->on_read(error_of(ENOMEM), 0);
+                    continue;
+                }
             }
+            delivered = thread_buffer->data();
+            n = ::recv(fd_, thread_buffer->data(), want_, 0);
+            if (n < 0) n = -errno;
         }
-        const ssize_t n = ::recv(fd_, thread_buffer->data(), want_, 0);
         if (n > 0) {
             // Less than asked: the socket is drained (unless the peer's FIN is still to read).
-            if (static_cast<std::size_t>(n) < want_ && !hung_up_) readable_ = false;
+            if (static_cast<std::size_t>(n) < asked && !hung_up_) readable_ = false;
             want_ = 0;
             user_->on_read({}, static_cast<std::size_t>(n));
         } else if (n == 0) {
             want_ = 0;
             user_->on_read(boost::asio::error::eof, 0);
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        } else if (n == -EAGAIN || n == -EWOULDBLOCK) {
             readable_ = false;
-        } else if (errno != EINTR) {
+        } else if (n != -EINTR) {
             want_ = 0;
-            user_->on_read(error_of(errno), 0);
+            user_->on_read(error_of(static_cast<int>(-n)), 0);
         }
     }
     running_ = false;
@@ -254,6 +299,7 @@ void upstream_connection::fail_soon(int error) {
 
 void upstream_connection::release_kept() noexcept {
     thread_buffer.reset();
+    delivered = nullptr;
 }
 
 void upstream_connection::arm(const timeouts::timeout_kind& kind, timeouts::clock::duration d) {
@@ -278,6 +324,7 @@ void upstream_connection::close() noexcept {
     error_ = 0;
     if (deferred_) poll_.cancel_send(this);
     deferred_ = false;
+    ahead_ = false;
     if (fd_ < 0) return;
     net::poller::forget(*this); // it may be freed before the batch that holds its events ends
     ::close(fd_);               // also leaves the poller's set

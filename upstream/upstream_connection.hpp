@@ -46,9 +46,10 @@ protected:
 /// a request costs one send and one recv upstream, with no re-arming and no recv that finds
 /// nothing.
 ///
-/// It reads into one 64 KiB buffer per thread, which its user consumes before on_read returns
-/// (parsed, copied into the client's output): a connection holds no buffer of its own, busy or
-/// idle. It has one timeout entry, enrolled in the list of what it waits for now
+/// It reads into one 64 KiB buffer per thread, or, when its input edge comes in a batch with
+/// the worker's batched reads, into the space the poller lends for that batch (net::poller); its
+/// user consumes the bytes before on_read returns (parsed, copied into the client's output): a
+/// connection holds no buffer of its own, busy or idle. It has one timeout entry, enrolled in the list of what it waits for now
 /// (upstream_kinds): the connect, a write, the first response byte, the next response bytes, or
 /// its time idle in the pool. Events go to its user while it carries a request, to its pool
 /// while idle (any byte, EOF or error makes an idle connection unusable). Its owners hold it by
@@ -116,6 +117,9 @@ public:
 
     // net::pollable
     void on_events(std::uint32_t events) noexcept override;
+    net::io_batch::read_target read_ahead(std::uint32_t events) noexcept override;
+    void on_read_ahead(std::uint32_t events, const net::io_batch::read_target& t,
+                       long result) noexcept override;
 
 private:
     enum class sent : std::uint8_t { all, wait, failed };
@@ -153,6 +157,7 @@ private:
     bool running_ = false;    ///< inside run(): what is asked now is delivered by it
     bool kicked_ = false;     ///< a run() is posted
     bool deferred_ = false;   ///< the write waits in the worker's batch of sends
+    bool ahead_ = false;      ///< run() takes the poller's read (ahead_read) instead of recv
 };
 
 } // namespace tarry::upstream

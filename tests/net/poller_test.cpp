@@ -1,6 +1,7 @@
 // The worker's edge-triggered poller on socket pairs: edges reach their owner once, tagged
-// owners reach the tagged handler, and an owner forgotten in the middle of a batch is told
-// nothing more from it.
+// owners reach the tagged handler, an owner forgotten in the middle of a batch is told nothing
+// more from it, pollables' reads made with the batch land in the space lent to them, and the
+// poller's own wait survives a stop and a start, and its own end with the wait queued.
 #include <tarry/net/poller.hpp>
 
 #include "socket_pair.hpp"
@@ -8,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cerrno>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include <sys/socket.h>
@@ -26,6 +29,35 @@ struct owner final : pollable {
     void on_events(std::uint32_t events) noexcept override {
         ++told;
         last = events;
+        if (then) then();
+    }
+};
+
+/// A pollable that reads ahead (as an upstream connection waiting for its response does).
+struct reader final : pollable {
+    int fd = -1;
+    std::size_t want = 0;
+    int told = 0;
+    int ahead = 0;
+    std::size_t asked = 0;
+    long result = 0;
+    std::string got;
+    std::function<void()> then;
+    void on_events(std::uint32_t /*events*/) noexcept override {
+        ++told;
+        if (then) then();
+    }
+    io_batch::read_target read_ahead(std::uint32_t events) noexcept override {
+        if ((events & EPOLLIN) == 0 || want == 0) return {};
+        return {fd, nullptr, want};
+    }
+    void on_read_ahead(std::uint32_t /*events*/, const io_batch::read_target& t,
+                       long r) noexcept override {
+        ++told;
+        ++ahead;
+        asked = t.size;
+        result = r;
+        if (r > 0) got.assign(t.data, static_cast<std::size_t>(r));
         if (then) then();
     }
 };
@@ -98,6 +130,91 @@ TEST_F(PollerTest, AnOwnerForgottenMidBatchIsToldNothingMoreFromIt) {
     s2.say("d");
     run_ready();
     EXPECT_EQ(o1.told + o2.told, 3);
+}
+
+TEST_F(PollerTest, PollablesReadWithTheBatchIntoTheSpaceLentAndNeverMoreThanTheirShare) {
+    if (!p.batching()) GTEST_SKIP() << "no io_uring here: pollables read for themselves";
+    socket_pair s1;
+    socket_pair s2;
+    socket_pair s3;
+    reader big;
+    reader small;
+    reader none; // asks for nothing: told of its edge as usual
+    big.fd = s1.fd[0];
+    big.want = 1 << 20;
+    small.fd = s2.fd[0];
+    small.want = 10;
+    ASSERT_TRUE(p.add(s1.fd[0], big, EPOLLIN));
+    ASSERT_TRUE(p.add(s2.fd[0], small, EPOLLIN));
+    ASSERT_TRUE(p.add(s3.fd[0], none, EPOLLIN));
+    const std::string lots(100000, 'x');
+    ASSERT_EQ(::write(s1.fd[1], lots.data(), lots.size()), static_cast<ssize_t>(lots.size()));
+    ASSERT_EQ(::write(s2.fd[1], "0123456789abc", 13), 13);
+    s3.say("z");
+    run_ready();
+    EXPECT_EQ(big.ahead, 1);
+    EXPECT_EQ(big.asked, 32768U); // two readers share 64 KiB
+    EXPECT_EQ(big.result, 32768);
+    EXPECT_EQ(big.got, lots.substr(0, 32768));
+    EXPECT_EQ(small.ahead, 1);
+    EXPECT_EQ(small.asked, 10U);
+    EXPECT_EQ(small.got, "0123456789");
+    EXPECT_EQ(none.ahead, 0);
+    EXPECT_EQ(none.told, 1);
+
+    // A reader alone in its batch reads with it too (a call of its own), up to what it asks.
+    small.want = 0;
+    big.want = 16;
+    char rest[100000];
+    ASSERT_EQ(::read(s1.fd[0], rest, sizeof rest), 100000 - 32768);
+    ASSERT_EQ(::write(s1.fd[1], "0123456789abcdefghij", 20), 20);
+    run_ready();
+    EXPECT_EQ(big.ahead, 2);
+    EXPECT_EQ(big.asked, 16U);
+    EXPECT_EQ(big.got, "0123456789abcdef");
+}
+
+TEST_F(PollerTest, APollableForgottenMidBatchHasItsReadDroppedAndIsToldNothing) {
+    if (!p.batching()) GTEST_SKIP() << "no io_uring here: pollables read for themselves";
+    socket_pair s1;
+    socket_pair s2;
+    reader r1;
+    reader r2;
+    r1.fd = s1.fd[0];
+    r2.fd = s2.fd[0];
+    r1.want = r2.want = 100;
+    ASSERT_TRUE(p.add(s1.fd[0], r1, EPOLLIN));
+    ASSERT_TRUE(p.add(s2.fd[0], r2, EPOLLIN));
+    r1.then = [&] { poller::forget(r2); };
+    r2.then = [&] { poller::forget(r1); };
+    s1.say("a");
+    s2.say("b");
+    run_ready();
+    EXPECT_EQ(r1.told + r2.told, 1);
+    EXPECT_EQ(r1.ahead + r2.ahead, 1);
+}
+
+TEST_F(PollerTest, AStopAndAStartKeepTheWaitAndAPollerGoneWithItsWaitQueuedLeavesNothing) {
+    socket_pair s;
+    owner o;
+    ASSERT_TRUE(p.add(s.fd[0], o, EPOLLIN));
+    run_ready(); // the wait is queued in Asio's reactor
+    p.stop();
+    p.start(); // before the aborted wait has come back
+    run_ready();
+    s.say("a");
+    run_ready();
+    EXPECT_EQ(o.told, 1);
+
+    {
+        poller gone{io};
+        gone.start();
+        run_ready();
+    } // its queued wait comes back aborted, after it: freed then
+    run_ready();
+    s.say("b");
+    run_ready();
+    EXPECT_EQ(o.told, 2);
 }
 
 } // namespace
