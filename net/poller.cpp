@@ -76,17 +76,25 @@ private:
 
 poller::poller(boost::asio::io_context& io, tagged_handler tagged, const tagged_reads* reads)
     : io_(io), epoll_(make_epoll()),
-      reactor_(boost::asio::use_service<boost::asio::detail::reactor>(io)),
-      wait_op_(new ready_op(this)), tagged_(tagged), sends_(io_batch::open()), reads_(reads) {
+      reactor_(boost::asio::use_service<boost::asio::detail::reactor>(io)), tagged_(tagged),
+      reads_(reads) {
+    try {
+        sends_ = io_batch::open();
+        if (sends_) {
+            targets_ = std::make_unique<io_batch::read_target[]>(events_.size());
+            read_ = std::make_unique<long[]>(events_.size());
+        }
+        wait_op_ = new ready_op(this);
+    } catch (...) {
+        ::close(epoll_);
+        throw;
+    }
     reactor_.init_task(); // as Asio's own services do: the io_context waits on its reactor
     if (const int error = reactor_.register_descriptor(epoll_, reactor_data_); error != 0) {
+        reactor_.cleanup_descriptor_data(reactor_data_);
         delete wait_op_;
         ::close(epoll_);
         throw std::system_error(error, std::generic_category(), "epoll registration");
-    }
-    if (sends_) {
-        targets_ = std::make_unique<io_batch::read_target[]>(events_.size());
-        read_ = std::make_unique<long[]>(events_.size());
     }
 }
 

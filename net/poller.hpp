@@ -57,8 +57,10 @@ protected:
 /// The epoll descriptor itself is waited on the same way, by an operation of Asio's reactor of
 /// its own (ready_op), not by async_wait, whose epoll_ctl per wait would come back once per
 /// turn of the loop (6% of a proxied request's CPU, load/README.md, "The poller's own wait").
-/// Its edges are enough: the set is drained before each wait, and an edge that comes while no
-/// wait is queued stays in Asio's epoll set until the next.
+/// Its edges are enough because the wait is queued only right after a dispatch that drained the
+/// set, inside the same handler (or, after a stop and a start, ahead of the dispatch that
+/// start() posts): an edge Asio takes while no wait is queued is always followed by such a
+/// drain, and one that comes after the drain stays in Asio's epoll set until the wait is there.
 ///
 /// An owner may be closed while events for it sit in the batch being dispatched: either it is
 /// not freed inside a batch (client connections free themselves through a posted handler), or
@@ -146,7 +148,7 @@ private:
     int epoll_ = -1;
     boost::asio::detail::reactor& reactor_;
     boost::asio::detail::reactor::per_descriptor_data reactor_data_ = nullptr;
-    ready_op* wait_op_; ///< freed here, or by Asio when it still holds it as this goes
+    ready_op* wait_op_ = nullptr; ///< freed here, or by Asio when it still holds it as this goes
     tagged_handler tagged_;
     std::array<epoll_event, 512> events_{};
     int next_ = 0;  ///< the next event of the batch being dispatched
