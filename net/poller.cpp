@@ -199,8 +199,7 @@ bool poller::read_ahead(int n) noexcept {
 
 void poller::lend_space(int n, int wanting) noexcept {
     if (!space) space.reset(new (std::nothrow) char[space_size]);
-    const std::size_t each =
-        std::max(space_size / static_cast<std::size_t>(wanting), least_lent);
+    const std::size_t each = std::max(space_size / static_cast<std::size_t>(wanting), least_lent);
     std::size_t used = 0;
     for (int i = 0; i < n; ++i) {
         io_batch::read_target& t = targets_[i];
@@ -235,8 +234,8 @@ void poller::wait() noexcept {
     if (stopped_ || wait_op_->queued) return;
     wait_op_->queued = true;
     wait_op_->starting = true;
-    reactor_.start_op(boost::asio::detail::reactor::read_op, epoll_, reactor_data_, wait_op_,
-                      false, true);
+    reactor_.start_op(boost::asio::detail::reactor::read_op, epoll_, reactor_data_, wait_op_, false,
+                      true);
     wait_op_->starting = false;
 }
 
@@ -254,8 +253,7 @@ bool poller::dispatch() {
     // A full batch means more may be ready: take another before yielding to Asio, but bounded,
     // so timers and posted work are never starved.
     for (int round = 0; round < 4; ++round) {
-        const int n = ::epoll_wait(epoll_, events_.data(),
-                                   static_cast<int>(events_.size()), 0);
+        const int n = ::epoll_wait(epoll_, events_.data(), static_cast<int>(events_.size()), 0);
         if (n <= 0) return false;
         reaped_ = timeouts::clock::now(); // one reading for the whole batch
         count_ = n;

@@ -25,8 +25,10 @@ thread_local std::unique_ptr<buffer_type> thread_buffer;
 /// Where the bytes being delivered are (the thread's buffer, or the poller's lent space).
 thread_local const char* delivered = nullptr;
 
-/// The read the poller made for the connection whose on_read_ahead() is running.
+/// The read the poller made for `owner`, while its on_read_ahead() runs and run() has not taken
+/// it yet (one at a time on a thread: the poller's events are dispatched one by one).
 struct ahead_read {
+    const upstream_connection* owner = nullptr;
     const char* data = nullptr;
     std::size_t asked = 0;
     long result = 0;
@@ -200,16 +202,13 @@ net::io_batch::read_target upstream_connection::read_ahead(std::uint32_t events)
 void upstream_connection::on_read_ahead(std::uint32_t events, const net::io_batch::read_target& t,
                                         long result) noexcept {
     const auto self = shared_from_this();
-    if (want_ != 0 && user_ != nullptr) {
-        ahead = {t.data, t.size, result};
-        ahead_ = true;
-    } else if (result != -EAGAIN && result != -EWOULDBLOCK) {
-        hung_up_ = true; // bytes (or an end) nobody asked for: it carries no other request
-    }
+    ahead = {this, t.data, t.size, result};
     on_events(events); // run() takes the read where it would have made its own
-    if (ahead_) {
-        ahead_ = false; // not taken (its user stopped reading): nothing else may read after it
-        hung_up_ = true;
+    if (ahead.owner == this) {
+        // Not taken (nobody reads now): bytes or an end that no one asked for, and no read may
+        // come after them, so it carries no other request.
+        ahead.owner = nullptr;
+        if (result != -EAGAIN && result != -EWOULDBLOCK) hung_up_ = true;
     }
 }
 
@@ -242,8 +241,8 @@ void upstream_connection::run() noexcept {
         if (want_ == 0 || !readable_ || user_ == nullptr || fd_ < 0) break;
         long n = 0;
         std::size_t asked = want_;
-        if (ahead_) { // the poller read for it
-            ahead_ = false;
+        if (ahead.owner == this) { // the poller read for it
+            ahead.owner = nullptr;
             delivered = ahead.data;
             asked = ahead.asked;
             n = ahead.result;
@@ -324,7 +323,7 @@ void upstream_connection::close() noexcept {
     error_ = 0;
     if (deferred_) poll_.cancel_send(this);
     deferred_ = false;
-    ahead_ = false;
+    if (ahead.owner == this) ahead.owner = nullptr;
     if (fd_ < 0) return;
     net::poller::forget(*this); // it may be freed before the batch that holds its events ends
     ::close(fd_);               // also leaves the poller's set

@@ -49,12 +49,12 @@ protected:
 /// It reads into one 64 KiB buffer per thread, or, when its input edge comes in a batch with
 /// the worker's batched reads, into the space the poller lends for that batch (net::poller); its
 /// user consumes the bytes before on_read returns (parsed, copied into the client's output): a
-/// connection holds no buffer of its own, busy or idle. It has one timeout entry, enrolled in the list of what it waits for now
-/// (upstream_kinds): the connect, a write, the first response byte, the next response bytes, or
-/// its time idle in the pool. Events go to its user while it carries a request, to its pool
-/// while idle (any byte, EOF or error makes an idle connection unusable). Its owners hold it by
-/// shared_ptr, so it outlives its pool and its user; it may be freed in the middle of a poller
-/// batch (it forgets its events first).
+/// connection holds no buffer of its own, busy or idle. It has one timeout entry, enrolled in the
+/// list of what it waits for now (upstream_kinds): the connect, a write, the first response byte,
+/// the next response bytes, or its time idle in the pool. Events go to its user while it carries a
+/// request, to its pool while idle (any byte, EOF or error makes an idle connection unusable). Its
+/// owners hold it by shared_ptr, so it outlives its pool and its user; it may be freed in the
+/// middle of a poller batch (it forgets its events first).
 class upstream_connection : public net::pollable,
                             public std::enable_shared_from_this<upstream_connection> {
 public:
@@ -157,7 +157,6 @@ private:
     bool running_ = false;    ///< inside run(): what is asked now is delivered by it
     bool kicked_ = false;     ///< a run() is posted
     bool deferred_ = false;   ///< the write waits in the worker's batch of sends
-    bool ahead_ = false;      ///< run() takes the poller's read (ahead_read) instead of recv
 };
 
 } // namespace tarry::upstream

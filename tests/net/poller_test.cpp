@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cerrno>
 #include <functional>
 #include <string>
 #include <thread>
