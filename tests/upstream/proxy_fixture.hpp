@@ -2,6 +2,7 @@
 
 // The server in-process on 127.0.0.1:0 with the proxy mounted at "/", in front of a backend
 // (a Node.js child process or a thread of the test). Every wait is bounded.
+#include "server/memory.hpp"
 #include "server/server_fixture.hpp"
 
 #include <tarry/server/server.hpp>
@@ -13,7 +14,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -73,14 +73,6 @@ private:
     std::uint16_t port_ = 0;
     bool started_ = false;
 };
-
-inline std::int64_t rss_kib() {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.starts_with("VmRSS:")) return std::stoll(line.substr(6));
-    return 0;
-}
 
 /// The server in-process (tests/server/server_fixture.hpp) with every request proxied to `ups`.
 class ProxyTest : public ServerTest {
