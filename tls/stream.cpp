@@ -595,10 +595,11 @@ void stream::fail_with(std::uint8_t description) noexcept {
     queue(alert, a, sizeof a);
 }
 
-bool stream::flush(int fd) noexcept {
+bool stream::flush(int fd, int flags) noexcept {
     buffers& b = *buf_;
     while (b.out_off != b.out_len) {
-        const ssize_t r = ::send(fd, b.out + b.out_off, b.out_len - b.out_off, MSG_NOSIGNAL);
+        const ssize_t r =
+            ::send(fd, b.out + b.out_off, b.out_len - b.out_off, MSG_NOSIGNAL | flags);
         if (r < 0) {
             if (errno == EINTR) continue;
             return false;
@@ -679,7 +680,9 @@ void stream::close_notify(int fd) noexcept {
     }
     const std::uint8_t a[] = {1, close_notify_alert};
     if (!queue(alert, a, sizeof a)) return;
-    flush(fd);
+    // The caller's FIN (a close or a half-close) follows at once: held back for it (MSG_MORE),
+    // the alert leaves in the FIN's segment, one packet and one wakeup of the peer, not two.
+    flush(fd, MSG_MORE);
     sent_close_ = true; // nothing is sent after it; the peer may still send (a half-close)
 }
 

@@ -78,7 +78,8 @@ public:
     ssize_t send(int fd, const char* buf, std::size_t n) noexcept;
     /// Whether plaintext is waiting here, already read from the socket.
     [[nodiscard]] bool plaintext_waiting() const noexcept;
-    /// close_notify, sent if the socket takes it now (the end of our output: a half-close).
+    /// close_notify, sent if the socket takes it now (the end of our output: a half-close). The
+    /// caller shuts the socket down (or closes it) right after: the alert goes with the FIN.
     void close_notify(int fd) noexcept;
     /// Gives the record buffers back when nothing waits in them (the connection is idle).
     void release() noexcept;
@@ -121,7 +122,8 @@ private:
     void fail_with(std::uint8_t alert) noexcept;
     /// Sends what is sealed; the caller's bytes whose records all went out are counted in the
     /// buffers' `sent`, for send() to report. False when the socket took less (errno set).
-    bool flush(int fd) noexcept;
+    /// `flags` go to send(2) (MSG_MORE when a FIN follows at once, to travel with it).
+    bool flush(int fd, int flags = 0) noexcept;
     buffers& buf();
     /// The buffers for a recv or a send; null, errno set, when this direction is `closed`
     /// (`closed_errno`) or memory is out (ENOMEM).
