@@ -358,6 +358,9 @@ public:
         return text;
     }
 
+    /// Sends close_notify (the end of this side's output; it may still read).
+    bool send_close_notify() { return SSL_shutdown(ssl_) >= 0; }
+
     /// Reads from the socket itself until the end: true for an orderly end (FIN, not a reset).
     bool socket_ends() {
         char buf[4096];
@@ -1303,6 +1306,72 @@ TEST(TlsTunnelTest, KeyUpdatesWhileATunnelStreamsDownLoseAndRepeatNothing) {
         EXPECT_EQ(extra, 0U) << "more bytes than the application sent: "
                              << std::string(buf, std::min<std::size_t>(extra, 40));
         EXPECT_GT(updates, 300U);
+    }
+    EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
+}
+
+TEST(TlsTunnelTest, HalfClosesPassBothWaysAsCloseNotifyThenTheEnd) {
+    // A client that half-closes a tunnel over TLS says so with close_notify: the application
+    // hears the end, answers, and half-closes in turn, which reaches the client as every byte,
+    // then the server's close_notify, then an orderly TCP end (not a reset), for either record
+    // layer (tarry's own under TLS 1.3, OpenSSL's under 1.2).
+    ws_backend app;
+    ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
+    tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1"});
+    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+        SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
+        ossl_client c(t.port(), version);
+        ASSERT_TRUE(c.connected()) << c.error();
+        ASSERT_TRUE(c.write_records("GET /raw HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
+                                    "Connection: Upgrade\r\n\r\n",
+                                    1 << 14));
+        const std::string head = c.read_until("\r\n\r\n", 1);
+        ASSERT_TRUE(head.starts_with("HTTP/1.1 101 ")) << head;
+        ASSERT_TRUE(c.write_records("hello", 5));
+        EXPECT_EQ(c.read_until("hello", 1), "hello");
+        ASSERT_TRUE(c.send_close_notify());
+        EXPECT_EQ(c.read_until("bye:5", 1), "bye:5");
+        int reason = 0;
+        EXPECT_EQ(c.read_failure(reason), "close_notify");
+        EXPECT_TRUE(c.socket_ends()) << "a reset, not an orderly end";
+    }
+    EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
+}
+
+TEST(TlsTunnelTest, TheApplicationsHalfCloseComesFirstAndTheClientStillSends) {
+    // The application ends its side first: the client gets every byte, the server's
+    // close_notify, then the TCP end (the alert must not wait for anything else to go out), and
+    // what it sends after all that still reaches the application.
+    ws_backend app;
+    ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
+    tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1"});
+    const std::string stats =
+        "timeout 10 curl -sS --max-time 5 http://127.0.0.1:" + std::to_string(app.port()) +
+        "/stats";
+    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+        SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
+        ossl_client c(t.port(), version);
+        ASSERT_TRUE(c.connected()) << c.error();
+        ASSERT_TRUE(c.write_records("GET /first HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
+                                    "Connection: Upgrade\r\n\r\n",
+                                    1 << 14));
+        const std::string got = c.read_until("first", 1);
+        ASSERT_TRUE(got.starts_with("HTTP/1.1 101 ")) << got;
+        ASSERT_TRUE(got.ends_with("\r\n\r\nfirst")) << got;
+        int reason = 0;
+        EXPECT_EQ(c.read_failure(reason), "close_notify");
+        EXPECT_TRUE(c.socket_ends()) << "no orderly end of the server's side within 5 s";
+        // (A size per version: the application's count is the last connection's.)
+        const std::string late = version == TLS1_3_VERSION ? "late" : "later!";
+        ASSERT_TRUE(c.write_records(late, late.size()));
+        ASSERT_TRUE(c.send_close_notify());
+        const std::string counted = "\"after_end\":" + std::to_string(late.size());
+        std::string s;
+        for (int i = 0; i < 50 && s.find(counted) == std::string::npos; ++i) {
+            std::this_thread::sleep_for(100ms);
+            s = run(stats).output;
+        }
+        EXPECT_NE(s.find(counted), std::string::npos) << s;
     }
     EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
 }

@@ -6,7 +6,10 @@
 //   /flood?n=N  Upgrade: tarry-raw: N bytes down while what comes up is counted; "got:N" at the end
 //   /raw        Upgrade: tarry-raw, by Node's own upgrade event: a byte stream echoed back; when
 //               the client half-closes, "bye:N" (N bytes received) and the server's half-close
-//   /stats      plain HTTP: {"connections":N,"upgrades":N,"open":N}
+//   /first      Upgrade: tarry-raw: "first" and the application's half-close at once; it reads
+//               on, and when the client half-closes, the bytes that came up are "after_end" in
+//               /stats
+//   /stats      plain HTTP: {"connections":N,"upgrades":N,"open":N,"after_end":N}
 //   /forwarded  plain HTTP: "proto=<X-Forwarded-Proto> host=<X-Forwarded-Host>" (what an
 //               application behind a proxy builds its own URLs from)
 //   anything else, plain HTTP: 200 "plain <method> <url> upgrade=<Upgrade field or none>"
@@ -14,7 +17,7 @@
 const http = require('http');
 const { WebSocketServer } = require('ws');
 
-const stats = { connections: 0, upgrades: 0, open: 0 };
+const stats = { connections: 0, upgrades: 0, open: 0, after_end: -1 };
 const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
 
 wss.on('connection', (ws) => {
@@ -70,6 +73,15 @@ server.on('upgrade', (req, socket, head) => {
     socket.on('data', (d) => { up += d.length; });
     socket.on('end', () => { ended = true; finish(); });
     more();
+    return;
+  }
+  if (req.url === '/first') {
+    let n = head.length;
+    socket.allowHalfOpen = true;
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: tarry-raw\r\nConnection: Upgrade\r\n\r\n');
+    socket.end('first');
+    socket.on('data', (d) => { n += d.length; });
+    socket.on('end', () => { stats.after_end = n; socket.destroy(); });
     return;
   }
   if (req.url === '/raw') {
