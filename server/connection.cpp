@@ -415,8 +415,12 @@ bool connection::read_some() {
                 io.in.size() < tunnel_in_bytes)
                 io.in.resize(io.in.size() * 2);
             // A short read emptied the socket: the next bytes raise a new edge (unless the
-            // peer hung up, which raises none: then read on until recv says so).
-            if (static_cast<std::size_t>(n) < space && !hung_up_) readable_ = false;
+            // peer hung up, which raises none: then read on until recv says so; nor does an
+            // end or an error TLS read behind these bytes, such as a close_notify in the
+            // request's segment).
+            if (static_cast<std::size_t>(n) < space && !hung_up_ &&
+                !(tls_ && tls_stream().end_waiting()))
+                readable_ = false;
             return true;
         }
         if (n == 0) {

@@ -295,6 +295,11 @@ void stream::release() noexcept {
     buf_.reset();
 }
 
+bool stream::end_waiting() const noexcept {
+    if (ssl_ != nullptr) return ssl_ended_;
+    return peer_closed_ || broken_;
+}
+
 bool stream::plaintext_waiting() const noexcept {
     // (With OpenSSL's object, records read from the socket but not yet opened count too.)
     if (ssl_ != nullptr) return SSL_pending(ssl_) > 0 || (buf_ && buf_->rec_off != buf_->in_len);
@@ -705,6 +710,9 @@ ssize_t stream::ssl_recv(char* out, std::size_t n) noexcept {
             errno = EAGAIN;
             return -1;
         }
+        // An end or an error: after the bytes before it, if any (the next call reports it,
+        // OpenSSL saying so again; end_waiting() tells the caller to make that call).
+        ssl_ended_ = got != 0;
         if (e == SSL_ERROR_ZERO_RETURN) break; // close_notify
         if (e == SSL_ERROR_SYSCALL) {
             if (got != 0) break;

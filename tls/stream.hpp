@@ -78,6 +78,10 @@ public:
     ssize_t send(int fd, const char* buf, std::size_t n) noexcept;
     /// Whether plaintext is waiting here, already read from the socket.
     [[nodiscard]] bool plaintext_waiting() const noexcept;
+    /// Whether the peer's end (close_notify, the TCP end) or an error was read behind the bytes
+    /// recv() returned: the next recv() reports it at once, and no edge of the socket will come
+    /// for it (a short read does not mean the socket had nothing more).
+    [[nodiscard]] bool end_waiting() const noexcept;
     /// close_notify, sent if the socket takes it now (the end of our output: a half-close). The
     /// caller shuts the socket down (or closes it) right after: the alert goes with the FIN.
     void close_notify(int fd) noexcept;
@@ -144,6 +148,7 @@ private:
     bool broken_ = false;      ///< a fatal alert went out: nothing more is read or sent
     bool sent_close_ = false;  ///< our close_notify went out: nothing more is sent (we still read)
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
+    bool ssl_ended_ = false;   ///< OpenSSL's read ended behind bytes returned (ssl_recv)
 };
 
 } // namespace tarry::tls

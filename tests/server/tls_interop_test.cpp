@@ -9,6 +9,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <netinet/tcp.h>
+
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -360,6 +362,11 @@ public:
 
     /// Sends close_notify (the end of this side's output; it may still read).
     bool send_close_notify() { return SSL_shutdown(ssl_) >= 0; }
+    /// TCP_CORK on or off: records written while it is on leave together, in one segment.
+    void cork(bool on) {
+        const int v = on ? 1 : 0;
+        ::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &v, sizeof v);
+    }
 
     /// Reads from the socket itself until the end: true for an orderly end (FIN, not a reset).
     bool socket_ends() {
@@ -1372,6 +1379,47 @@ TEST(TlsTunnelTest, TheApplicationsHalfCloseComesFirstAndTheClientStillSends) {
             s = run(stats).output;
         }
         EXPECT_NE(s.find(counted), std::string::npos) << s;
+    }
+    EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
+}
+
+TEST(TlsTunnelTest, ACloseNotifyInTheSegmentOfTheRequestEndsAtOnce) {
+    // The client's close_notify comes in the same segment as its last request (or as an upgrade
+    // and the tunnel's first bytes): one read of the socket takes both. The end it carries must
+    // be acted on then; no edge of the socket will come for it (it once waited for the
+    // keep-alive timeout, and a tunnel hung for good).
+    ws_backend app;
+    ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
+    tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1"});
+    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+        SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
+        {
+            ossl_client c(t.port(), version);
+            ASSERT_TRUE(c.connected()) << c.error();
+            c.cork(true);
+            ASSERT_TRUE(c.write_records("GET /plain HTTP/1.1\r\nHost: t\r\n\r\n", 1 << 14));
+            ASSERT_TRUE(c.send_close_notify());
+            c.cork(false);
+            const std::string got = c.read_until("upgrade=none", 1);
+            EXPECT_TRUE(got.starts_with("HTTP/1.1 200 ")) << got;
+            int reason = 0;
+            EXPECT_EQ(c.read_failure(reason), "close_notify");
+            EXPECT_TRUE(c.socket_ends()) << "no orderly end within 5 s";
+        }
+        ossl_client c(t.port(), version);
+        ASSERT_TRUE(c.connected()) << c.error();
+        c.cork(true);
+        ASSERT_TRUE(c.write_records("GET /raw HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
+                                    "Connection: Upgrade\r\n\r\nabc",
+                                    1 << 14));
+        ASSERT_TRUE(c.send_close_notify());
+        c.cork(false);
+        const std::string got = c.read_until("bye:3", 1);
+        EXPECT_TRUE(got.starts_with("HTTP/1.1 101 ")) << got;
+        EXPECT_TRUE(got.ends_with("\r\n\r\nabcbye:3")) << got;
+        int reason = 0;
+        EXPECT_EQ(c.read_failure(reason), "close_notify");
+        EXPECT_TRUE(c.socket_ends()) << "no orderly end within 5 s";
     }
     EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
 }
