@@ -143,10 +143,15 @@ void poller::defer_send(void* owner, const io_batch::owner_calls& calls) {
     if (dispatching == this || sends_posted_) return; // the batch's end sends it
     // Outside a batch (a handler posted by one, such as a proxy's response for its client):
     // after the handlers queued so far, so that theirs go in the same call.
-    boost::asio::post(io_.get_executor(), [this] {
-        sends_posted_ = false;
-        send_deferred();
-    });
+    try {
+        boost::asio::post(io_.get_executor(), [this] {
+            sends_posted_ = false;
+            send_deferred();
+        });
+    } catch (...) {
+        sends_->remove(owner); // not queued after all: the caller's own flag stays unset
+        throw;
+    }
     sends_posted_ = true;
 }
 
@@ -246,7 +251,11 @@ void poller::ready() {
         return;
     }
     // Every batch was full: more may wait, with no edge to say so. After Asio's other work.
-    boost::asio::post(io_.get_executor(), [this] { ready(); });
+    try {
+        boost::asio::post(io_.get_executor(), [this] { ready(); });
+    } catch (...) {
+        wait(); // out of memory: what is left waits for its next edge
+    }
 }
 
 bool poller::dispatch() {

@@ -112,7 +112,8 @@ public:
     void stop() noexcept;
     /// Sends are made in batches (io_batch): an owner with bytes to send calls defer_send()
     /// instead of send(2), once, and is told the result by `calls` at the end of the event
-    /// batch being dispatched, or after the handlers posted before it if none is.
+    /// batch being dispatched, or after the handlers posted before it if none is. If it throws
+    /// (out of memory), `owner` is not queued.
     [[nodiscard]] bool batching() const noexcept { return sends_ != nullptr; }
     void defer_send(void* owner, const io_batch::owner_calls& calls);
     /// Takes `owner` out of the sends waiting (it is closing, and may be freed before them).

@@ -503,8 +503,8 @@ bool connection::write_pending() {
         // Plain output joins the worker's batch of sends; a tunnel's (two directions at once)
         // and TLS records go in a call of their own.
         if (ctx_.poll.batching() && !tls_ && !session_.tunneling()) [[likely]] {
+            ctx_.poll.defer_send(this, batch_calls); // (may throw: then not marked as sending)
             sending_ = true;
-            ctx_.poll.defer_send(this, batch_calls);
             // Answered from an idle phase (its next phase is decided when the batch has sent
             // this): no longer the oldest idle connection, which pressure would take. (A clock
             // read: a list's times never go back, and other entries were touched since the

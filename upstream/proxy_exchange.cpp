@@ -172,7 +172,11 @@ void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept 
         answer_error(502);
         return;
     }
-    connected();
+    try {
+        connected();
+    } catch (...) {
+        fail(502, upstream_error::reset); // out of memory
+    }
 }
 
 void proxy_exchange::connected() {
@@ -335,7 +339,7 @@ void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n)
         fail(502, upstream_error::malformed);
         return;
     }
-    read_on();
+    keep_reading();
 }
 
 /// Reads the upstream on, as much as the client's output has room for, or pauses until the
@@ -350,6 +354,17 @@ void proxy_exchange::read_on() {
     else
         conn_->read(room);
     rearm();
+}
+
+void proxy_exchange::keep_reading() noexcept {
+    try {
+        read_on();
+    } catch (...) {
+        if (phase_ == phase::tunnel)
+            end_tunnel(tunnel_close::upstream_close);
+        else
+            fail(502, upstream_error::reset);
+    }
 }
 
 /// Parses [data, data + size), setting `used` to what it took. False when the exchange ended
@@ -487,7 +502,7 @@ void proxy_exchange::tunnel_read(const boost::system::error_code& ec, std::size_
         end_tunnel(tunnel_close::client_close);
         return;
     }
-    read_on();
+    keep_reading();
 }
 
 void proxy_exchange::end_tunnel(tunnel_close why) noexcept {
@@ -631,7 +646,7 @@ void proxy_exchange::on_writable() noexcept {
     const auto hold = self_; // the exchange may call on_abort() from within
     if (!room_paused_ || !conn_) return;
     room_paused_ = false;
-    read_on();
+    keep_reading();
 }
 
 void proxy_exchange::on_abort() noexcept {

@@ -92,6 +92,9 @@ private:
     void wrote() noexcept;
     void rearm();
     void read_on();
+    /// read_on() from a callback that may not throw: out of memory (arming a timeout, queueing
+    /// a read) fails the exchange, or ends the tunnel, instead of ending the worker.
+    void keep_reading() noexcept;
     bool parse(const char* data, std::size_t size, std::size_t& used);
     void on_response_head();
     void start_tunnel(const char* rest, std::size_t size);

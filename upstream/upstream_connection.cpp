@@ -96,8 +96,8 @@ bool upstream_connection::write(std::string_view bytes) {
     if (poll_.batching()) {
         // With the worker's other sends, in one system call; on_written says how it went.
         if (!deferred_) {
+            poll_.defer_send(this, batch_calls); // (may throw: then not marked as queued)
             deferred_ = true;
-            poll_.defer_send(this, batch_calls);
         }
         return false;
     }
@@ -284,11 +284,11 @@ void upstream_connection::run() noexcept {
 
 void upstream_connection::kick() {
     if (kicked_) return;
-    kicked_ = true;
     boost::asio::post(io_, [self = shared_from_this()] {
         self->kicked_ = false;
         self->run();
     });
+    kicked_ = true; // once queued (a post that throws leaves the next kick() free to try)
 }
 
 void upstream_connection::fail_soon(int error) {
