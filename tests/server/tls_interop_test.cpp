@@ -1317,57 +1317,76 @@ TEST(TlsTunnelTest, KeyUpdatesWhileATunnelStreamsDownLoseAndRepeatNothing) {
     EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
 }
 
-TEST(TlsTunnelTest, HalfClosesPassBothWaysAsCloseNotifyThenTheEnd) {
+/// The proxy on a TLS listener in front of tests/upstream/ws_backend.js, for the ends of
+/// connections and tunnels through it; no connection may end in a TLS error.
+class TlsEndsTest : public ::testing::Test {
+protected:
+    ws_backend app;
+    std::unique_ptr<tls_server> t;
+
+    void SetUp() override {
+        ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
+        t = std::make_unique<tls_server>(std::vector<std::string>{
+            "--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1"});
+    }
+    void TearDown() override {
+        if (t) {
+            EXPECT_EQ(t->metric(closes("tls")), 0) << t->metrics();
+        }
+    }
+
+    static std::string upgrade(const std::string& path) {
+        return "GET " + path +
+               " HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\nConnection: Upgrade\r\n\r\n";
+    }
+    /// The server's close_notify, then an orderly TCP end.
+    static void expect_orderly_end(ossl_client& c) {
+        int reason = 0;
+        EXPECT_EQ(c.read_failure(reason), "close_notify");
+        EXPECT_TRUE(c.socket_ends()) << "a reset, or no end within 5 s";
+    }
+    static constexpr int versions[] = {TLS1_3_VERSION, TLS1_2_VERSION};
+    static const char* name(int version) {
+        return version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2";
+    }
+};
+
+TEST_F(TlsEndsTest, HalfClosesPassBothWaysAsCloseNotifyThenTheEnd) {
     // A client that half-closes a tunnel over TLS says so with close_notify: the application
     // hears the end, answers, and half-closes in turn, which reaches the client as every byte,
     // then the server's close_notify, then an orderly TCP end (not a reset), for either record
     // layer (tarry's own under TLS 1.3, OpenSSL's under 1.2).
-    ws_backend app;
-    ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
-    tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1"});
-    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
-        SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
-        ossl_client c(t.port(), version);
+    for (const int version : versions) {
+        SCOPED_TRACE(name(version));
+        ossl_client c(t->port(), version);
         ASSERT_TRUE(c.connected()) << c.error();
-        ASSERT_TRUE(c.write_records("GET /raw HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
-                                    "Connection: Upgrade\r\n\r\n",
-                                    1 << 14));
+        ASSERT_TRUE(c.write_records(upgrade("/raw"), 1 << 14));
         const std::string head = c.read_until("\r\n\r\n", 1);
         ASSERT_TRUE(head.starts_with("HTTP/1.1 101 ")) << head;
         ASSERT_TRUE(c.write_records("hello", 5));
         EXPECT_EQ(c.read_until("hello", 1), "hello");
         ASSERT_TRUE(c.send_close_notify());
         EXPECT_EQ(c.read_until("bye:5", 1), "bye:5");
-        int reason = 0;
-        EXPECT_EQ(c.read_failure(reason), "close_notify");
-        EXPECT_TRUE(c.socket_ends()) << "a reset, not an orderly end";
+        expect_orderly_end(c);
     }
-    EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
 }
 
-TEST(TlsTunnelTest, TheApplicationsHalfCloseComesFirstAndTheClientStillSends) {
+TEST_F(TlsEndsTest, TheApplicationsHalfCloseComesFirstAndTheClientStillSends) {
     // The application ends its side first: the client gets every byte, the server's
     // close_notify, then the TCP end (the alert must not wait for anything else to go out), and
     // what it sends after all that still reaches the application.
-    ws_backend app;
-    ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
-    tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1"});
     const std::string stats =
         "timeout 10 curl -sS --max-time 5 http://127.0.0.1:" + std::to_string(app.port()) +
         "/stats";
-    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
-        SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
-        ossl_client c(t.port(), version);
+    for (const int version : versions) {
+        SCOPED_TRACE(name(version));
+        ossl_client c(t->port(), version);
         ASSERT_TRUE(c.connected()) << c.error();
-        ASSERT_TRUE(c.write_records("GET /first HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
-                                    "Connection: Upgrade\r\n\r\n",
-                                    1 << 14));
+        ASSERT_TRUE(c.write_records(upgrade("/first"), 1 << 14));
         const std::string got = c.read_until("first", 1);
         ASSERT_TRUE(got.starts_with("HTTP/1.1 101 ")) << got;
         ASSERT_TRUE(got.ends_with("\r\n\r\nfirst")) << got;
-        int reason = 0;
-        EXPECT_EQ(c.read_failure(reason), "close_notify");
-        EXPECT_TRUE(c.socket_ends()) << "no orderly end of the server's side within 5 s";
+        expect_orderly_end(c);
         // (A size per version: the application's count is the last connection's.)
         const std::string late = version == TLS1_3_VERSION ? "late" : "later!";
         ASSERT_TRUE(c.write_records(late, late.size()));
@@ -1380,48 +1399,33 @@ TEST(TlsTunnelTest, TheApplicationsHalfCloseComesFirstAndTheClientStillSends) {
         }
         EXPECT_NE(s.find(counted), std::string::npos) << s;
     }
-    EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
 }
 
-TEST(TlsTunnelTest, ACloseNotifyInTheSegmentOfTheRequestEndsAtOnce) {
+TEST_F(TlsEndsTest, ACloseNotifyInTheSegmentOfTheRequestEndsAtOnce) {
     // The client's close_notify comes in the same segment as its last request (or as an upgrade
     // and the tunnel's first bytes): one read of the socket takes both. The end it carries must
     // be acted on then; no edge of the socket will come for it (it once waited for the
     // keep-alive timeout, and a tunnel hung for good).
-    ws_backend app;
-    ASSERT_NE(app.port(), 0) << "node ws_backend.js did not start: " << app.output();
-    tls_server t({"--proxy", "127.0.0.1:" + std::to_string(app.port()), "--workers", "1"});
-    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
-        SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
-        {
-            ossl_client c(t.port(), version);
+    for (const int version : versions) {
+        SCOPED_TRACE(name(version));
+        for (const bool tunnel : {false, true}) {
+            SCOPED_TRACE(tunnel ? "an upgrade" : "a request");
+            ossl_client c(t->port(), version);
             ASSERT_TRUE(c.connected()) << c.error();
-            c.cork(true);
-            ASSERT_TRUE(c.write_records("GET /plain HTTP/1.1\r\nHost: t\r\n\r\n", 1 << 14));
+            c.cork(true); // what follows leaves in one segment
+            ASSERT_TRUE(c.write_records(tunnel ? upgrade("/raw") + "abc"
+                                               : "GET /plain HTTP/1.1\r\nHost: t\r\n\r\n",
+                                        1 << 14));
             ASSERT_TRUE(c.send_close_notify());
             c.cork(false);
-            const std::string got = c.read_until("upgrade=none", 1);
-            EXPECT_TRUE(got.starts_with("HTTP/1.1 200 ")) << got;
-            int reason = 0;
-            EXPECT_EQ(c.read_failure(reason), "close_notify");
-            EXPECT_TRUE(c.socket_ends()) << "no orderly end within 5 s";
+            const std::string got = c.read_until(tunnel ? "bye:3" : "upgrade=none", 1);
+            EXPECT_TRUE(got.starts_with(tunnel ? "HTTP/1.1 101 " : "HTTP/1.1 200 ")) << got;
+            if (tunnel) {
+                EXPECT_TRUE(got.ends_with("\r\n\r\nabcbye:3")) << got;
+            }
+            expect_orderly_end(c);
         }
-        ossl_client c(t.port(), version);
-        ASSERT_TRUE(c.connected()) << c.error();
-        c.cork(true);
-        ASSERT_TRUE(c.write_records("GET /raw HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-raw\r\n"
-                                    "Connection: Upgrade\r\n\r\nabc",
-                                    1 << 14));
-        ASSERT_TRUE(c.send_close_notify());
-        c.cork(false);
-        const std::string got = c.read_until("bye:3", 1);
-        EXPECT_TRUE(got.starts_with("HTTP/1.1 101 ")) << got;
-        EXPECT_TRUE(got.ends_with("\r\n\r\nabcbye:3")) << got;
-        int reason = 0;
-        EXPECT_EQ(c.read_failure(reason), "close_notify");
-        EXPECT_TRUE(c.socket_ends()) << "no orderly end within 5 s";
     }
-    EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
 }
 
 TEST(TlsProxyTest, AnApplicationBehindTheProxyIsToldItsClientUsedHttps) {
