@@ -91,6 +91,11 @@ public:
                     const tagged_reads* reads = nullptr);
     poller(const poller&) = delete;
     poller& operator=(const poller&) = delete;
+    /// Its queued wait frees itself, but the handlers it posted (start(), a full batch's next
+    /// turn, deferred sends) point at it: the io_context must not run them after this, so a
+    /// poller goes once its io_context no longer runs (a worker: stop(), a last poll(), then
+    /// this, then the io_context, whose destructor drops what is still queued without running
+    /// it).
     ~poller();
 
     /// Registers `fd` for `events`, edge-triggered. Returns false (errno set) on failure.
