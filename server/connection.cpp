@@ -339,11 +339,11 @@ void connection::drive(bool fresh) {
             // A tunnel passes the half-close on once every byte before it was taken.
             if (in_len() == 0 && session_.input_ended()) continue;
             // RFC 9112, 9.6: a client may half-close once its request is sent. A request read
-            // whole that a handler is still answering gets its answer (with Connection: close),
-            // then the connection closes; a request cut short (in its header or body) is an
-            // abort.
+            // whole that a handler is still answering gets its answer, and so does each
+            // request pipelined behind it, in turn; the last says Connection: close, then the
+            // connection closes. A request cut short (in its header or body) is an abort.
             if (session_.answering() && session_.current_phase() == http::session::phase::waiting) {
-                session_.retire();
+                if (in_len() == 0) session_.retire();
                 wait(out_waiting); // the handler's wake() drives the rest
                 return;
             }

@@ -1209,6 +1209,42 @@ TEST(TlsRecordsTest, AGracefulStopEndsIdleConnectionsWithCloseNotifyAndHandshake
     ::close(silent);
 }
 
+TEST(TlsRecordsTest, APipelineAndCloseNotifyInOneSegmentDuringAGracefulStop) {
+    // A keep-alive connection spared by the stop for a while (keep_alive_min_timeout) sends
+    // three pipelined requests and its close_notify in one segment after SIGTERM: it gets
+    // complete answers, the last saying Connection: close, then close_notify and an orderly end;
+    // the server exits 0 without waiting for drain_timeout.
+    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+        SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
+        tls_server t({"--workers", "1", "--close-spread-time", "1s", "--keep-alive-min-timeout",
+                      "3s", "--drain-timeout", "20s"});
+        ossl_client c(t.port(), version);
+        ASSERT_TRUE(c.connected()) << c.error();
+        ASSERT_TRUE(c.get("/").starts_with("HTTP/1.1 200 OK"));
+        const auto started = steady::now();
+        ASSERT_EQ(::kill(t.pid(), SIGTERM), 0);
+        std::this_thread::sleep_for(300ms); // the stop is under way, the connection spared
+        ASSERT_TRUE(t.alive());
+        const std::string one = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        c.cork(true);
+        ASSERT_TRUE(c.write_records(one + one + one, 1 << 14));
+        ASSERT_TRUE(c.send_close_notify());
+        c.cork(false);
+        const std::string got = c.read_until("Hello, World!", 3);
+        ASSERT_TRUE(got.starts_with("HTTP/1.1 200 OK")) << got;
+        const std::size_t answered = count(got, "HTTP/1.1 200 OK");
+        EXPECT_GE(answered, 1u) << got;
+        EXPECT_EQ(count(got, "Hello, World!"), answered) << "every answer whole: " << got;
+        EXPECT_EQ(count(got, "Connection: close"), 1u) << got;
+        EXPECT_TRUE(got.rfind("Connection: close") > got.rfind("HTTP/1.1 200 OK")) << got;
+        int reason = 0;
+        EXPECT_EQ(c.read_failure(reason), "close_notify");
+        EXPECT_TRUE(c.socket_ends());
+        EXPECT_EQ(t.stop(), 0);
+        EXPECT_LT(steady::now() - started, 5s) << "nothing waited for drain_timeout";
+    }
+}
+
 // --- KeyUpdates while a tunnel streams down ------------------------------------------------------
 
 /// tests/upstream/ws_backend.js as a child process (the WebSocket and raw-upgrade application
@@ -1424,6 +1460,36 @@ TEST_F(TlsEndsTest, ACloseNotifyInTheSegmentOfTheRequestEndsAtOnce) {
                 EXPECT_TRUE(got.ends_with("\r\n\r\nabcbye:3")) << got;
             }
             expect_orderly_end(c);
+        }
+    }
+}
+
+TEST_F(TlsEndsTest, APipelineAndItsCloseNotifyInOneSegmentAreAllAnswered) {
+    // Three pipelined requests and the client's close_notify in one segment (in one record, or
+    // a record each): one read of the socket takes them all. Each is answered, in order, then
+    // the end is acted on at once (not at the keep-alive timeout).
+    for (const int version : versions) {
+        SCOPED_TRACE(name(version));
+        for (const bool one_record : {true, false}) {
+            SCOPED_TRACE(one_record ? "one record" : "a record each");
+            ossl_client c(t->port(), version);
+            ASSERT_TRUE(c.connected()) << c.error();
+            std::string pipeline;
+            for (const char* path : {"/p1", "/p2", "/p3"})
+                pipeline += std::string("GET ") + path + " HTTP/1.1\r\nHost: t\r\n\r\n";
+            c.cork(true);
+            ASSERT_TRUE(c.write_records(pipeline, one_record ? 1 << 14 : pipeline.size() / 3));
+            ASSERT_TRUE(c.send_close_notify());
+            c.cork(false);
+            const auto started = steady::now();
+            const std::string got = c.read_until("upgrade=none", 3);
+            EXPECT_EQ(count(got, "HTTP/1.1 200 "), 3u) << got;
+            const auto p1 = got.find("GET /p1 ");
+            const auto p2 = got.find("GET /p2 ");
+            const auto p3 = got.find("GET /p3 ");
+            EXPECT_TRUE(p1 < p2 && p2 < p3 && p3 != std::string::npos) << got;
+            expect_orderly_end(c);
+            EXPECT_LT(steady::now() - started, 3s);
         }
     }
 }

@@ -259,6 +259,38 @@ TEST_F(ProxyBackendTest, AClientThatHalfClosesAfterItsRequestGetsTheAnswer) {
     }
 }
 
+// Pipelined requests, then the half-close, while the first waits for the upstream: every
+// request read whole before the end is answered, in order, the last with Connection: close
+// (the end once took the first answer as the last, and the rest went unanswered). A request
+// cut short behind them is an abort: the connection closes after the whole ones' answers.
+TEST_F(ProxyBackendTest, AHalfClosedClientsPipelinedRequestsAreAllAnswered) {
+    start_with({});
+    for (const bool cut_short : {false, true}) {
+        SCOPED_TRACE(cut_short ? "and a request cut short" : "whole requests only");
+        const int before = backend->requests;
+        backend->hold_until = 1'000'000;
+        test_client c(port);
+        std::string pipeline;
+        for (const char* path : {"/1", "/2", "/3"})
+            pipeline += std::string("GET ") + path + " HTTP/1.1\r\nHost: t\r\n\r\n";
+        if (cut_short) pipeline += "GET /4 HTTP/1.1\r\nHo";
+        ASSERT_TRUE(c.send(pipeline));
+        c.shutdown_write();
+        ASSERT_TRUE(eventually([&] { return backend->requests == before + 1; }));
+        std::this_thread::sleep_for(50ms);
+        backend->hold_until = 0;
+        for (int i = 0; i < 3; ++i) {
+            auto r = c.read_response();
+            ASSERT_TRUE(r) << "answer " << i + 1 << " of 3";
+            EXPECT_EQ(r->status, 200);
+            EXPECT_EQ(r->has("Connection: close"), i == 2 && !cut_short) << "answer " << i + 1;
+        }
+        EXPECT_TRUE(c.wait_closed(5s));
+        EXPECT_EQ(c.pending(), "");
+        EXPECT_EQ(backend->requests, before + 3);
+    }
+}
+
 // Half-closed and waiting for its answer when a graceful stop comes: the answer still comes
 // (with Connection: close), and the stop completes once it is written.
 TEST_F(ProxyBackendTest, AHalfClosedClientWaitingThroughAGracefulStopGetsItsAnswer) {
