@@ -11,6 +11,9 @@
 #include <csignal>
 #include <future>
 
+#include <pthread.h>
+#include <signal.h>
+
 namespace tarry::server {
 
 namespace {
@@ -158,6 +161,15 @@ void server::run() {
         w->start();
     wait_signal();
     io_.run();
+    // Stopped. A signal from now on (a second Ctrl-C as the process ends) must not take the
+    // default action once the signal set is gone, killing it by signal instead of exit 0: the
+    // stop signals stay pending in this thread, the last one (the workers and the joiner end
+    // below; until then the set still catches what reaches them).
+    sigset_t late;
+    sigemptyset(&late);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1})
+        sigaddset(&late, sig);
+    pthread_sigmask(SIG_BLOCK, &late, nullptr);
     if (joiner_.joinable()) joiner_.join();
     for (auto& w : workers_)
         w->join();
@@ -166,7 +178,10 @@ void server::run() {
 
 void server::wait_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
-        if (ec) return;
+        // A signal caught before the cancel below may complete after it: waiting again then
+        // would keep run() from ever returning (a burst of SIGTERMs left a process with no
+        // workers, waiting for good).
+        if (ec || stopped_) return;
         if (sig == SIGHUP) {
             reload();
         } else if (sig == SIGUSR1) {
@@ -203,6 +218,7 @@ void server::stop() {
                 w->join();
             boost::asio::post(io_, [this] {
                 boost::system::error_code ignored;
+                stopped_ = true;
                 signals_.cancel(ignored);
                 log_flush_.cancel(); // the log is flushed once the workers have stopped
                 if (admin_) admin_->close();

@@ -91,6 +91,7 @@ private:
     std::vector<std::unique_ptr<admin>> old_admins_; ///< closed; their aborted accepts may run
     std::thread joiner_;
     bool stopping_ = false;
+    bool stopped_ = false; ///< the workers are gone: no signal is waited for again
 };
 
 } // namespace tarry::server

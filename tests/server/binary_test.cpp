@@ -214,6 +214,42 @@ TEST(BinaryTest, SigtermWithARequestInFlightAnswersItAndExitsZero) {
     EXPECT_EQ(WEXITSTATUS(st), 0);
 }
 
+TEST(BinaryTest, ABurstOfStopSignalsEndsTheProcessWithExitZero) {
+    // An operator's repeated Ctrl-C, or two supervisors each sending SIGTERM: signals keep
+    // coming while the process stops and ends. It ends, with 0: a signal caught just before
+    // the stop completed once made it wait for signals for good (no workers left), and one
+    // arriving as it ended, once the signal set was gone, killed it by the default action.
+    for (int round = 0; round < 10; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        const std::uint16_t port = free_port();
+        const pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            const std::string listen = "127.0.0.1:" + std::to_string(port);
+            ::execl(TARRY_BINARY, TARRY_BINARY, "--listen", listen.c_str(), "--workers", "2",
+                    "--log-level", "error", static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        for (int i = 0; i < 200 && !test_client(port).connected(); ++i)
+            std::this_thread::sleep_for(50ms);
+        int st = 0;
+        pid_t ended = 0;
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while ((ended = ::waitpid(pid, &st, WNOHANG)) == 0 &&
+               std::chrono::steady_clock::now() < deadline) {
+            ::kill(pid, round % 2 == 0 ? SIGTERM : SIGINT);
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        if (ended == 0) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &st, 0);
+            FAIL() << "still running 10 s into a burst of stop signals";
+        }
+        EXPECT_TRUE(WIFEXITED(st)) << "ended by signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+    }
+}
+
 std::string slurp(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::stringstream ss;
