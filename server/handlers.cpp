@@ -73,8 +73,8 @@ constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
                               [&](const upstream_config& c) { return c.name == r.upstream; });
              if (u == cfg.upstreams.end()) // the configuration checks this; a custom one may not
                  throw config_error("route " + r.prefix + ": no upstream named " + r.upstream);
-             group = std::make_shared<upstream::upstream_group>(ctx.io, ctx.poll, ctx.registry,
-                                                                settings_of(*u, cfg));
+             group = std::make_shared<upstream::upstream_group>(
+                 ctx.io, ctx.poll, ctx.registry, settings_of(*u, cfg), ctx.upstreams);
          }
          return std::make_shared<upstream::proxy_handler>(group, r.upgrade);
      }},

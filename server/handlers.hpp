@@ -22,7 +22,8 @@ struct handler_context {
     boost::asio::io_context& io;
     timeouts::timeout_registry& registry;
     net::poller& poll;
-    route_counters& routes; ///< where each route's responses are counted
+    route_counters& routes;                           ///< where each route's responses are counted
+    upstream::upstream_counters* upstreams = nullptr; ///< where each upstream server counts
 };
 
 /// Makes one worker's instance of a handler.

@@ -3,11 +3,10 @@
 #include "build_info.hpp"
 #include "worker.hpp"
 
-#include <tarry/upstream/proxy_handler.hpp>
+#include <tarry/upstream/upstream_metrics.hpp>
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 
 namespace tarry::server {
@@ -168,38 +167,30 @@ worker_snapshot take_snapshot(worker& w) {
             s.expiry_total += e;
         });
     s.date_refreshes = w.date().cache().refreshes();
-    if (const http::router* r = w.settings().session.routes) {
-        std::vector<const upstream::upstream_group*> seen; // routes may share a group
-        for (const auto& route : r->routes()) {
-            const auto* proxy = dynamic_cast<const upstream::proxy_handler*>(route.target.get());
-            if (proxy == nullptr) continue;
-            const upstream::upstream_group* g = &proxy->group();
-            if (std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
-            seen.push_back(g);
-            for (const auto& pool : g->pools()) {
-                upstream_sample& u = s.upstreams[pool->name()];
-                upstream::upstream_metrics& m = pool->metrics();
-                u.idle += m.idle.get();
-                u.busy += m.busy.get();
-                u.opened += m.opened.get();
-                u.reused += m.reused.get();
-                u.requests += m.requests.get();
-                u.retries += m.retries.get();
-                for (std::size_t i = 0; i < u.errors.size(); ++i)
-                    u.errors[i] += m.errors[i].get();
-                for (std::size_t i = 0; i < u.closes.size(); ++i)
-                    u.closes[i] += m.closes[i].get();
-                for (std::size_t i = 0; i < u.response_buckets.size(); ++i)
-                    u.response_buckets[i] += m.response_buckets[i].get();
-                u.response_us_sum += m.response_us_sum.get();
-                u.tunnels += m.tunnels.get();
-                u.tunnel_bytes_up += m.tunnel_bytes_up.get();
-                u.tunnel_bytes_down += m.tunnel_bytes_down.get();
-                for (std::size_t i = 0; i < u.tunnel_closes.size(); ++i)
-                    u.tunnel_closes[i] += m.tunnel_closes[i].get();
-            }
-        }
-    }
+    // Every server the worker's configurations named, the old routes' pools counted with the
+    // new ones' (upstream_counters): a reload is not a reset, and a tunnel still open on an old
+    // route is still counted open.
+    w.metrics().upstreams.each([&](const std::string& name, const upstream::upstream_metrics& m) {
+        upstream_sample& u = s.upstreams[name];
+        u.idle += m.idle.get();
+        u.busy += m.busy.get();
+        u.opened += m.opened.get();
+        u.reused += m.reused.get();
+        u.requests += m.requests.get();
+        u.retries += m.retries.get();
+        for (std::size_t i = 0; i < u.errors.size(); ++i)
+            u.errors[i] += m.errors[i].get();
+        for (std::size_t i = 0; i < u.closes.size(); ++i)
+            u.closes[i] += m.closes[i].get();
+        for (std::size_t i = 0; i < u.response_buckets.size(); ++i)
+            u.response_buckets[i] += m.response_buckets[i].get();
+        u.response_us_sum += m.response_us_sum.get();
+        u.tunnels += m.tunnels.get();
+        u.tunnel_bytes_up += m.tunnel_bytes_up.get();
+        u.tunnel_bytes_down += m.tunnel_bytes_down.get();
+        for (std::size_t i = 0; i < u.tunnel_closes.size(); ++i)
+            u.tunnel_closes[i] += m.tunnel_closes[i].get();
+    });
     return s;
 }
 

@@ -21,7 +21,7 @@ worker::worker(unsigned index, const config& cfg, unsigned workers,
                                        poller_,     settings_, metrics_,
                                        proxied_v6_, tls_,      &worker::on_connection_closed,
                                        this},
-      handlers_{io_, registry_, poller_, metrics_.routes},
+      handlers_{io_, registry_, poller_, metrics_.routes, &metrics_.upstreams},
       pressure_(registry_, settings_, live_, metrics_), trimmer_(io_), drain_timer_(io_),
       spread_timer_(io_) {}
 

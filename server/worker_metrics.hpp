@@ -6,6 +6,7 @@
 #include <tarry/http/router.hpp>
 #include <tarry/timeouts/expiry_stats.hpp>
 #include <tarry/tls/stream.hpp>
+#include <tarry/upstream/upstream_metrics.hpp>
 
 #include <array>
 #include <atomic>
@@ -96,6 +97,7 @@ struct worker_metrics {
     route_counters routes;
     std::array<counter, static_cast<std::size_t>(conn_phase::count_)> phases;
     tls_counters tls;
+    upstream::upstream_counters upstreams; ///< by server, across reloads (after the hot ones)
 
     void closed(close_reason r) noexcept { closes[static_cast<std::size_t>(r)].add(); }
 };

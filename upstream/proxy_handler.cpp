@@ -20,9 +20,10 @@ void proxy_handler::stop() noexcept {
 
 std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io, net::poller& poll,
                                                   timeouts::timeout_registry& registry,
-                                                  const upstream_settings& settings) {
+                                                  const upstream_settings& settings,
+                                                  upstream_counters* counters) {
     return std::make_shared<proxy_handler>(
-        std::make_shared<upstream_group>(io, poll, registry, settings));
+        std::make_shared<upstream_group>(io, poll, registry, settings, counters));
 }
 
 } // namespace tarry::upstream

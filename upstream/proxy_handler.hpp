@@ -46,9 +46,11 @@ private:
 };
 
 /// One worker's proxy handler with a group of its own (throws std::invalid_argument on a bad
-/// server address).
+/// server address), counting in `counters` (null: counters of its own, which /metrics does not
+/// show).
 std::shared_ptr<proxy_handler> make_proxy_handler(boost::asio::io_context& io, net::poller& poll,
                                                   timeouts::timeout_registry& registry,
-                                                  const upstream_settings& settings);
+                                                  const upstream_settings& settings,
+                                                  upstream_counters* counters = nullptr);
 
 } // namespace tarry::upstream

@@ -5,11 +5,13 @@
 namespace tarry::upstream {
 
 upstream_group::upstream_group(boost::asio::io_context& io, net::poller& poll,
-                               timeouts::timeout_registry& registry, upstream_settings settings)
+                               timeouts::timeout_registry& registry, upstream_settings settings,
+                               upstream_counters* counters)
     : settings_(std::move(settings)) {
     if (settings_.servers.empty()) throw std::invalid_argument("upstream has no server");
     for (const auto& s : settings_.servers)
-        pools_.push_back(std::make_shared<upstream_pool>(io, poll, registry, settings_, s));
+        pools_.push_back(std::make_shared<upstream_pool>(
+            io, poll, registry, settings_, s, counters ? counters->of(s.name) : nullptr));
 }
 
 std::shared_ptr<upstream_pool> upstream_group::pick(const upstream_pool* except) {

@@ -25,8 +25,10 @@ namespace tarry::upstream {
 class upstream_group {
 public:
     /// Throws std::invalid_argument if a server address cannot be parsed.
+    /// `counters`: where each server's pool counts (null: each pool its own).
     upstream_group(boost::asio::io_context& io, net::poller& poll,
-                   timeouts::timeout_registry& registry, upstream_settings settings);
+                   timeouts::timeout_registry& registry, upstream_settings settings,
+                   upstream_counters* counters = nullptr);
     upstream_group(const upstream_group&) = delete;
     upstream_group& operator=(const upstream_group&) = delete;
 

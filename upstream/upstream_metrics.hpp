@@ -6,6 +6,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <string_view>
 
 namespace tarry::upstream {
@@ -93,6 +97,33 @@ struct upstream_metrics {
     [[nodiscard]] std::int64_t closes_of(upstream_close r) const noexcept {
         return closes[static_cast<std::size_t>(r)].get();
     }
+};
+
+/// One worker's upstream counters by server, kept for the worker's life: the pools a reload
+/// builds take the counters their server had, so a reload is not a counter reset, and a gauge
+/// (tunnels, busy) still counts the connections and tunnels the old routes' pools carry until
+/// they end. A label per server the configuration ever named: bounded by it. Locked only to add
+/// a server (building a router) and to walk them (/metrics); the counters themselves are written
+/// lock-free by the worker. Shared with the pools, which may outlive this (a pool kept by a
+/// handler queued on the loop as the worker goes).
+class upstream_counters {
+public:
+    /// The counters of `server`, made on first use.
+    std::shared_ptr<upstream_metrics> of(const std::string& server) {
+        const std::lock_guard lock(mu_);
+        auto& m = by_server_[server];
+        if (!m) m = std::make_shared<upstream_metrics>();
+        return m;
+    }
+    template <typename F> void each(F&& f) const {
+        const std::lock_guard lock(mu_);
+        for (const auto& [server, m] : by_server_)
+            f(server, *m);
+    }
+
+private:
+    mutable std::mutex mu_;
+    std::map<std::string, std::shared_ptr<upstream_metrics>> by_server_;
 };
 
 } // namespace tarry::upstream

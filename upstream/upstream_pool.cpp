@@ -4,9 +4,11 @@ namespace tarry::upstream {
 
 upstream_pool::upstream_pool(boost::asio::io_context& io, net::poller& poll,
                              timeouts::timeout_registry& registry,
-                             const upstream_settings& settings, server_address server)
+                             const upstream_settings& settings, server_address server,
+                             std::shared_ptr<upstream_metrics> counters)
     : io_(io), poll_(poll), registry_(registry), settings_(settings), name_(std::move(server.name)),
-      endpoint_(server.endpoint) {}
+      endpoint_(server.endpoint),
+      metrics_(counters ? std::move(counters) : std::make_shared<upstream_metrics>()) {}
 
 upstream_pool::~upstream_pool() {
     while (!idle_.empty()) {
@@ -19,16 +21,16 @@ std::shared_ptr<upstream_connection> upstream_pool::take() {
     if (idle_.empty()) return nullptr;
     auto c = unlink_idle(idle_.back());
     c->disarm();
-    metrics_.busy.add();
-    metrics_.reused.add();
+    metrics_->busy.add();
+    metrics_->reused.add();
     if (++busy_ > peak_busy_) peak_busy_ = busy_;
     return c;
 }
 
 std::shared_ptr<upstream_connection> upstream_pool::open() {
     auto c = std::make_shared<upstream_connection>(io_, poll_, registry_, weak_from_this());
-    metrics_.opened.add();
-    metrics_.busy.add();
+    metrics_->opened.add();
+    metrics_->busy.add();
     if (++busy_ > peak_busy_) peak_busy_ = busy_;
     return c;
 }
@@ -38,20 +40,20 @@ void upstream_pool::give_back(std::shared_ptr<upstream_connection> c,
     c->set_user(nullptr);
     if (!stopped_) purge(timeouts::clock::now()); // c still counts as busy: it is demand
     --busy_;
-    metrics_.busy.add(-1);
+    metrics_->busy.add(-1);
     if (stopped_) {
         c->close();
-        metrics_.closed(upstream_close::shutdown);
+        metrics_->closed(upstream_close::shutdown);
         return;
     }
     if (keep <= timeouts::clock::duration::zero() || settings_.max_idle == 0) {
         c->close();
-        metrics_.closed(hinted ? upstream_close::keep_alive_hint : upstream_close::max_idle);
+        metrics_->closed(hinted ? upstream_close::keep_alive_hint : upstream_close::max_idle);
         return;
     }
     if (!c->quiet()) { // the upstream closed it, or sent bytes it should not have
         c->close();
-        metrics_.closed(upstream_close::upstream_close);
+        metrics_->closed(upstream_close::upstream_close);
         return;
     }
     if (idle_count_ >= settings_.max_idle) remove_idle(idle_.front(), upstream_close::max_idle);
@@ -61,28 +63,28 @@ void upstream_pool::give_back(std::shared_ptr<upstream_connection> c,
     idle_.push_back(raw);
     raw.pooled = std::move(c);
     ++idle_count_;
-    metrics_.idle.add();
+    metrics_->idle.add();
 }
 
 void upstream_pool::discard(upstream_connection& c, upstream_close why) noexcept {
     c.set_user(nullptr);
     c.close();
     --busy_;
-    metrics_.busy.add(-1);
-    metrics_.closed(why);
+    metrics_->busy.add(-1);
+    metrics_->closed(why);
 }
 
 void upstream_pool::to_tunnel() noexcept {
     --busy_;
-    metrics_.busy.add(-1);
-    metrics_.tunnels.add();
+    metrics_->busy.add(-1);
+    metrics_->tunnels.add();
 }
 
 void upstream_pool::end_tunnel(upstream_connection& c, tunnel_close why) noexcept {
     c.set_user(nullptr);
     c.close();
-    metrics_.tunnels.add(-1);
-    metrics_.tunnel_closes[static_cast<std::size_t>(why)].add();
+    metrics_->tunnels.add(-1);
+    metrics_->tunnel_closes[static_cast<std::size_t>(why)].add();
 }
 
 void upstream_pool::stop() noexcept {
@@ -106,7 +108,7 @@ bool upstream_pool::down() const noexcept {
 std::shared_ptr<upstream_connection> upstream_pool::unlink_idle(upstream_connection& c) noexcept {
     c.pool_hook.unlink();
     --idle_count_;
-    metrics_.idle.add(-1);
+    metrics_->idle.add(-1);
     return std::move(c.pooled);
 }
 
@@ -114,7 +116,7 @@ bool upstream_pool::remove_idle(upstream_connection& c, upstream_close why) noex
     if (!c.pool_hook.is_linked() || !c.pooled) return false; // not idle here
     const auto keep = unlink_idle(c);                        // c stays alive until this returns
     keep->close();
-    metrics_.closed(why);
+    metrics_->closed(why);
     return true;
 }
 

@@ -32,7 +32,7 @@ class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
     upstream_pool(boost::asio::io_context& io, net::poller& poll,
                   timeouts::timeout_registry& registry, const upstream_settings& settings,
-                  server_address server);
+                  server_address server, std::shared_ptr<upstream_metrics> counters = nullptr);
     upstream_pool(const upstream_pool&) = delete;
     upstream_pool& operator=(const upstream_pool&) = delete;
     ~upstream_pool();
@@ -76,7 +76,7 @@ public:
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
     [[nodiscard]] std::size_t idle_count() const noexcept { return idle_count_; }
     [[nodiscard]] std::size_t busy_count() const noexcept { return busy_; }
-    [[nodiscard]] upstream_metrics& metrics() noexcept { return metrics_; }
+    [[nodiscard]] upstream_metrics& metrics() noexcept { return *metrics_; }
 
 private:
     using idle_list = boost::intrusive::list<
@@ -103,7 +103,7 @@ private:
     timeouts::clock::time_point period_start_{};
     bool stopped_ = false;
     timeouts::clock::time_point down_until_{};
-    upstream_metrics metrics_;
+    std::shared_ptr<upstream_metrics> metrics_; ///< its server's (upstream_counters), or its own
 };
 
 } // namespace tarry::upstream

@@ -202,4 +202,14 @@ private:
 
 inline const std::string get = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
 
+/// A sample's value in Prometheus text ("tarry_tls_handshakes_total{result=\"full\"}"), or -1
+/// when absent.
+inline double sample(const std::string& metrics, const std::string& series) {
+    const std::string text = "\n" + metrics;
+    const std::string at = "\n" + series + " ";
+    const auto p = text.find(at);
+    if (p == std::string::npos) return -1;
+    return std::stod(text.substr(p + at.size()));
+}
+
 } // namespace tarry::test

@@ -123,14 +123,6 @@ std::string scrape(std::uint16_t admin) {
     return r && r->status == 200 ? r->body : std::string{};
 }
 
-/// A sample's value ("tarry_tls_handshakes_total{result=\"full\"}"), or -1 when absent.
-double sample(const std::string& metrics, const std::string& series) {
-    const std::string at = "\n" + series + " ";
-    const auto p = ("\n" + metrics).find(at);
-    if (p == std::string::npos) return -1;
-    return std::stod(("\n" + metrics).substr(p + at.size()));
-}
-
 /// tarry with a plain listener (tarry_process's), a TLS listener and an admin listener, each on
 /// a free port; ready once /metrics answers (the listeners open before the admin one).
 class tls_server {

@@ -84,7 +84,8 @@ protected:
 
     void start() {
         custom.push_back({"/", [this](server::handler_context& h) {
-                              proxy = upstream::make_proxy_handler(h.io, h.poll, h.registry, ups);
+                              proxy = upstream::make_proxy_handler(h.io, h.poll, h.registry, ups,
+                                                                   h.upstreams);
                               return proxy;
                           }});
         ServerTest::start();

@@ -292,12 +292,13 @@ TEST_F(ProxyTunnelTest, TheTwoDirectionsFlowIndependently) {
 }
 
 TEST_F(ProxyTunnelTest, AnUpgradeOnARouteThatRefusesUpgradesGoesUpAsAnOrdinaryRequest) {
-    custom.push_back(
-        {"/", [this](server::handler_context& h) {
-             proxy = std::make_shared<upstream::proxy_handler>(
-                 std::make_shared<upstream::upstream_group>(h.io, h.poll, h.registry, ups), false);
-             return proxy;
-         }});
+    custom.push_back({"/", [this](server::handler_context& h) {
+                          proxy = std::make_shared<upstream::proxy_handler>(
+                              std::make_shared<upstream::upstream_group>(h.io, h.poll, h.registry,
+                                                                         ups, h.upstreams),
+                              false);
+                          return proxy;
+                      }});
     ServerTest::start();
     ws_client ws(port, "/echo");
     EXPECT_FALSE(ws.open()) << "no 101 without the Upgrade field";
@@ -389,6 +390,68 @@ TEST_F(ProxyTunnelTest, AGracefulStopClosesOpenTunnelsAtTheDrainTimeout) {
     srv.reset();
     EXPECT_EQ(closes(tunnel_close::shutdown), 1);
     EXPECT_TRUE(eventually([&] { return app_open() == 0; }));
+}
+
+/// The server from a configuration file (what a reload re-reads), proxying "/" to the WebSocket
+/// application.
+class ProxyTunnelReloadTest : public ServerFromFileTest {
+protected:
+    node_backend app{5000, {}, TARRY_WS_BACKEND_JS};
+    std::uint16_t port = free_port();
+
+    void write_config(const std::string& top = {}) {
+        write("listen = \"127.0.0.1:" + std::to_string(port) + "\"\n" + top +
+              "[[route]]\nprefix = \"/\"\nupstream = \"app\"\n"
+              "[upstream.app]\nservers = [\"127.0.0.1:" +
+              std::to_string(app.port()) + "\"]\n");
+    }
+    double upstream_sample(const std::string& family, const std::string& more = {}) {
+        return sample(srv->metrics(), family + "{server=\"127.0.0.1:" + std::to_string(app.port()) +
+                                          "\"" + more + "}");
+    }
+};
+
+// A reload builds new upstream pools, while the tunnels opened before it go on through the old
+// ones. The upstream counters are the server's across the reload: not reset, the tunnels still
+// counted open, their closes counted when they end (a reload once read every upstream series as
+// 0, two open tunnels as none, and their closes were never counted).
+TEST_F(ProxyTunnelReloadTest, AReloadNeitherResetsTheUpstreamCountersNorForgetsOpenTunnels) {
+    ASSERT_TRUE(app.started()) << "node with the ws package (tests/upstream: npm ci)";
+    write_config();
+    start();
+    ws_client a(port, "/echo");
+    ws_client b(port, "/echo");
+    ASSERT_TRUE(a.open() && b.open());
+    ASSERT_TRUE(a.send("before"));
+    EXPECT_EQ(a.receive(), "before");
+    EXPECT_EQ(upstream_sample("tarry_upstream_tunnels"), 2);
+    EXPECT_EQ(upstream_sample("tarry_upstream_requests_total"), 2);
+
+    write("this is not toml ["); // a rejected reload first, then a good one
+    ASSERT_FALSE(srv->request_reload().get());
+    write_config("keep_alive_timeout = \"30s\"\n");
+    ASSERT_TRUE(srv->request_reload().get());
+
+    EXPECT_EQ(upstream_sample("tarry_upstream_tunnels"), 2) << srv->metrics();
+    EXPECT_EQ(upstream_sample("tarry_upstream_requests_total"), 2);
+    ASSERT_TRUE(b.send("after"));
+    EXPECT_EQ(b.receive(), "after");
+    ws_client c(port, "/echo"); // through the new pool
+    ASSERT_TRUE(c.open());
+    EXPECT_EQ(upstream_sample("tarry_upstream_tunnels"), 3);
+    EXPECT_EQ(upstream_sample("tarry_upstream_requests_total"), 3);
+
+    a.close();
+    b.close();
+    c.close();
+    for (int i = 0; i < 250 && upstream_sample("tarry_upstream_tunnels") != 0; ++i)
+        std::this_thread::sleep_for(20ms);
+    ASSERT_EQ(upstream_sample("tarry_upstream_tunnels"), 0) << srv->metrics();
+    const double ended =
+        upstream_sample("tarry_upstream_tunnel_closes_total", ",reason=\"done\"") +
+        upstream_sample("tarry_upstream_tunnel_closes_total", ",reason=\"client_close\"");
+    EXPECT_EQ(ended, 3) << srv->metrics();
+    EXPECT_GT(upstream_sample("tarry_upstream_tunnel_bytes_total", ",direction=\"up\""), 0);
 }
 
 } // namespace
