@@ -56,9 +56,14 @@ worker_settings worker_settings::from(const config& cfg, const http::router* rou
     const unsigned n = std::max(1U, workers);
     s.max_connections = max == 0 ? 0 : std::max<std::size_t>(1, (max + n - 1) / n);
     // Past the limit, newcomers that find nothing to reclaim may take half of this worker's
-    // share of what the limit leaves: the other half stays for files, logs and upstreams.
+    // share of what the limit leaves: the other half stays for files, logs and upstreams. A
+    // limit set well below the open-file limit leaves a large reserve, but the operator asked
+    // for that limit: at most a sixteenth past it then (with max_connections 3 and ulimit -n
+    // 20000, 10,000 past it were once taken).
     const std::size_t reserve = files > max ? (files - max) / n : 0;
     s.past_limit = std::max<std::size_t>(1, reserve / 2);
+    if (cfg.max_connections != 0)
+        s.past_limit = std::min(s.past_limit, std::max<std::size_t>(1, s.max_connections / 16));
     return s;
 }
 
