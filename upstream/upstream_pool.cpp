@@ -11,10 +11,9 @@ upstream_pool::upstream_pool(boost::asio::io_context& io, net::poller& poll,
       metrics_(counters ? std::move(counters) : std::make_shared<upstream_metrics>()) {}
 
 upstream_pool::~upstream_pool() {
-    while (!idle_.empty()) {
-        const auto keep = unlink_idle(idle_.front());
-        keep->close();
-    }
+    // A reload's old pool goes when the last request through it ends; the counters are its
+    // server's and outlive it, so what it closes as it goes is counted, as a shutdown.
+    stop();
 }
 
 std::shared_ptr<upstream_connection> upstream_pool::take() {

@@ -159,5 +159,22 @@ TEST_F(UpstreamPoolTest, StopShedAndDiscardSayWhy) {
     EXPECT_EQ(pool->busy_count(), 0U);
 }
 
+// A reload's old pool goes when the last request through it ends; the counters are its
+// server's and outlive it. The idle connections it closes as it goes are counted, as a
+// shutdown (they were once closed uncounted: opened minus closed drifted from what was open).
+TEST_F(UpstreamPoolTest, APoolThatGoesCountsTheIdleConnectionsItCloses) {
+    make();
+    auto counters = std::make_shared<upstream_metrics>();
+    pool = std::make_shared<upstream_pool>(io, poller, registry, settings, settings.servers[0],
+                                           counters);
+    auto cs = open(3);
+    give_back(cs);
+    EXPECT_EQ(counters->idle.get(), 3);
+    pool.reset();
+    EXPECT_EQ(counters->idle.get(), 0);
+    EXPECT_EQ(counters->closes_of(upstream_close::shutdown), 3);
+    EXPECT_EQ(counters->opened.get(), 3);
+}
+
 } // namespace
 } // namespace tarry::upstream
