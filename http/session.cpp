@@ -317,10 +317,10 @@ std::size_t session::tunnel_in(const char* data, std::size_t size) {
 }
 
 std::size_t session::consume(const char* data, std::size_t size, std::string& out,
-                             std::string_view date) {
+                             std::string_view date, bool all) {
     if (tunneling()) return tunnel_in(data, size);
     std::size_t used = 0;
-    consume_run run{out, date};
+    consume_run run{out, date, size, all};
     run_ = &run;
     struct forget {
         session& s;
@@ -358,9 +358,20 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             break;
         }
         if (parser.is_header_done() && !r_.dispatched) {
+            // After the client's end, a request whose body cannot come whole is cut short: it is
+            // an abort, never started (a proxy would send it up; a 100 Continue would go out).
+            // Nothing of it is consumed: the connection closes as the client's (an abort).
+            if (all) {
+                const auto body_left = parser.content_length_remaining();
+                if (body_left && size - used - n < *body_left) {
+                    finish_request();
+                    break;
+                }
+            }
             state_->head.header = std::string_view(data + used, n);
             used += n;
             r_.body_in_hand = used < size;
+            run.unread = size - used;
             dispatch();
             if (state_) state_->head.header = {};
             if (!state_) continue; // answered, and no body: the next request
@@ -370,6 +381,7 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
         used += n;
         if (parser.is_done() && !r_.body_done) {
             r_.body_done = true;
+            run.unread = size - used;
             if (deferred* d = deferred_answer(); r_.body_to_handler && d != nullptr)
                 d->on_body_end();
             if (!state_) continue; // it answered: the request is over

@@ -153,9 +153,11 @@ public:
     ~session();
 
     /// Returns how many bytes of [data, data + size) were consumed. Bytes of an incomplete
-    /// header are not consumed: call again with them and more.
-    std::size_t consume(const char* data, std::size_t size, std::string& out,
-                        std::string_view date);
+    /// header are not consumed: call again with them and more. `all`: the client ended (a FIN
+    /// or a close_notify), nothing will follow these bytes; the request they end is answered
+    /// with Connection: close, and one they cannot complete is never started.
+    std::size_t consume(const char* data, std::size_t size, std::string& out, std::string_view date,
+                        bool all = false);
 
     /// Answers with an error status and closes (408 on a header or body timeout). A deferred
     /// answer in progress is aborted.
@@ -259,6 +261,8 @@ private:
     struct consume_run {
         std::string& out;
         std::string_view date;
+        std::size_t unread; ///< of what consume() was given, what is past the request read
+        bool all;           ///< the client ended: nothing more will come
     };
 
     [[nodiscard]] deferred* deferred_answer() const noexcept {
@@ -291,8 +295,17 @@ private:
         const bool unsent_body =
             state_->head.expect_continue && !r_.sent_continue && !parser.is_done();
         // This request is number requests_ + 1: the answered ones come before it.
-        return parser.keep_alive() && !draining_ && !unsent_body &&
+        return parser.keep_alive() && !draining_ && !unsent_body && !last_of_input(parser) &&
                (settings_->max_requests == 0 || requests_ + 1ULL < settings_->max_requests);
+    }
+    /// Answered within consume(), after the client's end: nothing follows this request but
+    /// (at most) the rest of its own body. A chunked body's end is not known: not the last.
+    [[nodiscard]] bool last_of_input(const request_parser& parser) const noexcept {
+        if (run_ == nullptr || !run_->all) [[likely]]
+            return false;
+        if (parser.is_done()) return run_->unread == 0;
+        const auto body_left = parser.content_length_remaining();
+        return body_left && run_->unread <= *body_left;
     }
 
     // An idle session is these 56 bytes (with the connection's, what an idle keep-alive

@@ -299,7 +299,7 @@ void connection::drive(bool fresh) {
                 std::chrono::milliseconds(clock_ms(timeouts::clock::now()) - born_ms_) >= age)
                 session_.retire();
             const std::size_t used =
-                session_.consume(io.in.data(), io.in_len, io.out, ctx_.date.value());
+                session_.consume(io.in.data(), io.in_len, io.out, ctx_.date.value(), peer_eof_);
             if (used != 0) {
                 io.in_len -= static_cast<std::uint32_t>(used);
                 if (io.in_len != 0) std::memmove(io.in.data(), io.in.data() + used, io.in_len);

@@ -189,6 +189,42 @@ TEST_F(SessionTest, PipelinedRequestsAreAnsweredInOrder) {
     EXPECT_EQ(s.requests(), 4U);
 }
 
+// After the client's end (consume's `all`): the request that ends the input is answered with
+// Connection: close, whoever answers it; one the input cannot complete is never started.
+TEST_F(SessionTest, AfterTheClientsEndTheLastRequestClosesAndOneCutShortNeverStarts) {
+    const std::string two = "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+    {
+        session s(settings);
+        std::string out;
+        EXPECT_EQ(s.consume(two.data(), two.size(), out, date, true), two.size());
+        EXPECT_EQ(out, hello(keep) + hello(close));
+        EXPECT_TRUE(s.closing());
+    }
+    for (const std::string_view cut :
+         {"POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"sv,
+          "POST /c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"sv}) {
+        SCOPED_TRACE(cut);
+        session s(settings);
+        settings.routes = &after_body_routes();
+        const std::string input = std::string(two.substr(0, two.size() / 2)) + std::string(cut);
+        std::string out;
+        const std::size_t used = s.consume(input.data(), input.size(), out, date, true);
+        EXPECT_EQ(used, two.size() / 2) << "nothing of the request cut short is consumed";
+        EXPECT_EQ(responses(out), 1U) << out; // no 100 Continue, no answer
+        EXPECT_EQ(s.current_phase(), session::phase::idle);
+        EXPECT_EQ(s.consume(input.data() + used, input.size() - used, out, date, true), 0U);
+        EXPECT_EQ(responses(out), 1U) << "the same the next time";
+        settings.routes = &hello_routes;
+    }
+    { // the same bytes with more to come: the body is waited for
+        const std::string input = "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc";
+        session s(settings);
+        std::string out;
+        EXPECT_EQ(s.consume(input.data(), input.size(), out, date), input.size());
+        EXPECT_EQ(s.current_phase(), session::phase::body);
+    }
+}
+
 // A keep-alive mix of everything that has a body, split at every offset and fed byte by byte:
 // the output must not depend on how the bytes arrive.
 TEST_F(SessionTest, OutputDoesNotDependOnHowTheInputIsSplit) {

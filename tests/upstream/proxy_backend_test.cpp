@@ -3,6 +3,8 @@
 // on the request it just read (the keep-alive race, made deterministic).
 #include "thread_backend.hpp"
 
+#include <tarry/http/hello_handler.hpp>
+
 namespace tarry::test {
 namespace {
 
@@ -289,6 +291,47 @@ TEST_F(ProxyBackendTest, AHalfClosedClientsPipelinedRequestsAreAllAnswered) {
         EXPECT_EQ(c.pending(), "");
         EXPECT_EQ(backend->requests, before + 3);
     }
+}
+
+// Requests read after the client's end (behind a proxied answer that took its time): the last
+// whole one is answered with Connection: close whoever answers it (the built-in answer once
+// said nothing, then closed), and one that cannot come whole (its body cut short, or a body the
+// client asked leave to send) is never started: nothing goes up for it, no 100 Continue.
+TEST_F(ProxyBackendTest, AfterTheClientsEndTheLastAnswerSaysCloseAndNothingCutShortStarts) {
+    custom.push_back(
+        {"/b/", [](server::handler_context&) { return std::make_shared<http::hello_handler>(); }});
+    start_with({});
+    const std::string cut = "POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc";
+    const std::string asks =
+        "POST /up HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n";
+    for (const std::string& last : {std::string(), cut, asks}) {
+        SCOPED_TRACE(last.empty() ? "the built-in answer last" : last.substr(0, 40));
+        const int before = backend->requests;
+        const auto errors = metrics().closes_of(upstream::upstream_close::error);
+        backend->hold_until = 1'000'000;
+        test_client c(port);
+        ASSERT_TRUE(c.send("GET /1 HTTP/1.1\r\nHost: t\r\n\r\n"
+                           "GET /b/2 HTTP/1.1\r\nHost: t\r\n\r\n"
+                           "GET /b/3 HTTP/1.1\r\nHost: t\r\n\r\n" +
+                           last));
+        c.shutdown_write();
+        ASSERT_TRUE(eventually([&] { return backend->requests == before + 1; }));
+        std::this_thread::sleep_for(50ms); // the end is read while the first answer is held
+        backend->hold_until = 0;
+        for (int i = 0; i < 3; ++i) {
+            auto r = c.read_response();
+            ASSERT_TRUE(r) << "answer " << i + 1 << " of 3";
+            EXPECT_EQ(r->status, 200);
+            EXPECT_EQ(r->has("Connection: close"), i == 2 && last.empty()) << "answer " << i + 1;
+        }
+        EXPECT_TRUE(c.wait_closed(5s));
+        EXPECT_EQ(c.pending(), "");
+        EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
+        EXPECT_EQ(metrics().closes_of(upstream::upstream_close::error), errors)
+            << "a request cut short went up, then its upstream connection was closed";
+        EXPECT_EQ(backend->requests, before + 1);
+    }
+    EXPECT_EQ(metrics().opened.get(), 1);
 }
 
 // Half-closed and waiting for its answer when a graceful stop comes: the answer still comes
