@@ -328,6 +328,39 @@ TEST_F(ProxyTunnelTest, AClientThatGoesAwayClosesTheUpstreamSide) {
     EXPECT_TRUE(eventually([&] { return app_open() == 0; }));
 }
 
+// At an explicit connection limit, tunnels count like any other connection and are never taken
+// for pressure (a tunnel's client cannot be told Connection: close): newcomers past the bound
+// (a sixteenth of the limit, at least one) wait in the backlog, and go in as tunnels end.
+TEST_F(ProxyTunnelTest, AConnectionLimitHoldsWithTunnelsOpenAndTheRestGoInAsTheyEnd) {
+    cfg.workers = 1;
+    cfg.max_connections = 4;
+    cfg.keep_alive_min_timeout = 100ms;
+    start();
+    std::vector<std::unique_ptr<test_client>> cs;
+    for (int i = 0; i < 8; ++i) {
+        cs.push_back(std::make_unique<test_client>(port));
+        ASSERT_TRUE(cs.back()->send(upgrade_raw));
+    }
+    std::this_thread::sleep_for(1500ms); // retries every 100 ms: many chances to go past
+    EXPECT_EQ(srv->workers()[0]->connections(), 5U);
+    EXPECT_EQ(tunnels(), 5);
+    for (int i = 0; i < 5; ++i) {
+        auto r = cs[static_cast<std::size_t>(i)]->read_response();
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->status, 101) << i;
+    }
+    for (int i = 0; i < 3; ++i)
+        cs[static_cast<std::size_t>(i)].reset();
+    for (int i = 5; i < 8; ++i) {
+        auto r = cs[static_cast<std::size_t>(i)]->read_response();
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->status, 101) << i;
+    }
+    EXPECT_TRUE(eventually([&] { return tunnels() == 5; }));
+    EXPECT_EQ(srv->workers()[0]->connections(), 5U);
+    EXPECT_EQ(closes(tunnel_close::idle_timeout), 0);
+}
+
 // A tunnel's request state goes back to the thread's free list when it ends; its mode once
 // went with it, and the next connection to take that state was shut or cut short.
 TEST_F(ProxyTunnelTest, TheConnectionsAfterAnEndedTunnelAreOrdinaryHttp) {
