@@ -92,16 +92,6 @@ protected:
         srv->stop();
         runner.join();
     }
-
-    /// Polls `pred` until it holds or a generous deadline passes.
-    template <class Pred> static bool eventually(Pred pred, steady::duration limit = 5s) {
-        const auto deadline = steady::now() + limit;
-        while (!pred()) {
-            if (steady::now() > deadline) return false;
-            std::this_thread::sleep_for(5ms);
-        }
-        return true;
-    }
 };
 
 /// The server started from a configuration file (`tarry --config FILE --workers 1`), the file a

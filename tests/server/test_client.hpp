@@ -16,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 
 namespace tarry::test {
 
@@ -204,6 +205,16 @@ inline const std::string get = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
 
 /// A sample's value in Prometheus text ("tarry_tls_handshakes_total{result=\"full\"}"), or -1
 /// when absent.
+/// Polls `pred` until it holds or a generous deadline passes.
+template <class Pred> bool eventually(Pred pred, steady::duration limit = 5s) {
+    const auto deadline = steady::now() + limit;
+    while (!pred()) {
+        if (steady::now() > deadline) return false;
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
 inline double sample(const std::string& metrics, const std::string& series) {
     const std::string text = "\n" + metrics;
     const std::string at = "\n" + series + " ";

@@ -13,6 +13,11 @@
 
 #include <fcntl.h>
 
+#include <atomic>
+#include <sstream>
+#include <thread>
+#include <vector>
+
 namespace tarry::test {
 namespace {
 
@@ -485,6 +490,83 @@ TEST_F(ProxyTunnelReloadTest, AReloadNeitherResetsTheUpstreamCountersNorForgetsO
         upstream_sample("tarry_upstream_tunnel_closes_total", ",reason=\"client_close\"");
     EXPECT_EQ(ended, 3) << srv->metrics();
     EXPECT_GT(upstream_sample("tarry_upstream_tunnel_bytes_total", ",direction=\"up\""), 0);
+}
+
+/// The sum of every series of `family` whose labels include `label` (Prometheus text).
+double sum_of(const std::string& metrics, const std::string& family, const std::string& label) {
+    double total = 0;
+    std::istringstream lines(metrics);
+    for (std::string line; std::getline(lines, line);)
+        if (line.starts_with(family + "{") && line.find(label) != std::string::npos)
+            total += std::stod(line.substr(line.rfind(' ') + 1));
+    return total;
+}
+
+// Thirty reloads 50 ms apart, alternating between the application alone and a dead server
+// before it, while three clients keep requests going: every request is answered 200 (a dead
+// server's refusal is retried on the live one), no counter goes down, and once the storm is
+// over every upstream connection ever opened is either open or counted closed (the old pools'
+// idle connections were once closed uncounted).
+TEST_F(ProxyTunnelReloadTest, AReloadStormUnderLoadLosesNoRequestAndNoConnectionGoesUncounted) {
+    const std::uint16_t dead = free_port();
+    const std::string live = "127.0.0.1:" + std::to_string(app.port());
+    const auto config = [&](bool with_dead) {
+        write("listen = \"127.0.0.1:" + std::to_string(port) +
+              "\"\n[[route]]\nprefix = \"/\"\nupstream = \"app\"\n[upstream.app]\nservers = [" +
+              (with_dead ? "\"127.0.0.1:" + std::to_string(dead) + "\", " : std::string()) + "\"" +
+              live + "\"]\n");
+    };
+    ASSERT_TRUE(app.started()) << "node with the ws package (tests/upstream: npm ci)";
+    config(false);
+    start();
+    ASSERT_TRUE(eventually([&] { return test_client(port).connected(); }));
+    std::atomic<bool> stop{false};
+    std::atomic<int> answered{0};
+    std::vector<std::string> failures(3);
+    std::vector<std::thread> clients;
+    for (std::size_t t = 0; t < 3; ++t)
+        clients.emplace_back([&, t] {
+            while (!stop && failures[t].empty()) {
+                test_client c(port);
+                for (int i = 0; i < 5 && failures[t].empty(); ++i) {
+                    const auto r = c.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n") ? c.read_response()
+                                                                                : std::nullopt;
+                    if (!r || r->status != 200)
+                        failures[t] = r ? r->head : "no answer";
+                    else
+                        ++answered;
+                }
+            }
+        });
+    const auto family = [&](const std::string& f) { return sum_of(srv->metrics(), f, live); };
+    double opened = 0, requests = 0;
+    for (int i = 0; i < 30; ++i) {
+        config(i % 2 == 0);
+        ASSERT_TRUE(srv->request_reload().get()) << i;
+        std::this_thread::sleep_for(50ms);
+        const double o = family("tarry_upstream_connections_opened_total");
+        const double r = family("tarry_upstream_requests_total");
+        EXPECT_GE(o, opened) << i;
+        EXPECT_GE(r, requests) << i;
+        opened = o;
+        requests = r;
+    }
+    stop = true;
+    for (auto& c : clients)
+        c.join();
+    for (const auto& f : failures)
+        EXPECT_EQ(f, "");
+    EXPECT_GT(answered.load(), 30);
+    config(false);
+    ASSERT_TRUE(srv->request_reload().get()); // the last old pools go with their last requests
+    const auto accounted = [&] {
+        const std::string m = srv->metrics();
+        const double open = sum_of(m, "tarry_upstream_connections", live);
+        const double closed = sum_of(m, "tarry_upstream_closes_total", live);
+        return sum_of(m, "tarry_upstream_connections_opened_total", live) == open + closed;
+    };
+    EXPECT_TRUE(eventually(accounted)) << srv->metrics();
+    EXPECT_EQ(sum_of(srv->metrics(), "tarry_upstream_connections", live + "\",state=\"busy"), 0);
 }
 
 } // namespace
