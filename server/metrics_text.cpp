@@ -171,25 +171,25 @@ worker_snapshot take_snapshot(worker& w) {
     // new ones' (upstream_counters): a reload is not a reset, and a tunnel still open on an old
     // route is still counted open.
     w.metrics().upstreams.each([&](const std::string& name, const upstream::upstream_metrics& m) {
-        upstream_sample& u = s.upstreams[name];
-        u.idle += m.idle.get();
-        u.busy += m.busy.get();
-        u.opened += m.opened.get();
-        u.reused += m.reused.get();
-        u.requests += m.requests.get();
-        u.retries += m.retries.get();
-        for (std::size_t i = 0; i < u.errors.size(); ++i)
-            u.errors[i] += m.errors[i].get();
-        for (std::size_t i = 0; i < u.closes.size(); ++i)
-            u.closes[i] += m.closes[i].get();
-        for (std::size_t i = 0; i < u.response_buckets.size(); ++i)
-            u.response_buckets[i] += m.response_buckets[i].get();
-        u.response_us_sum += m.response_us_sum.get();
-        u.tunnels += m.tunnels.get();
-        u.tunnel_bytes_up += m.tunnel_bytes_up.get();
-        u.tunnel_bytes_down += m.tunnel_bytes_down.get();
-        for (std::size_t i = 0; i < u.tunnel_closes.size(); ++i)
-            u.tunnel_closes[i] += m.tunnel_closes[i].get();
+        const auto read = [](auto& to, const auto& from) {
+            for (std::size_t i = 0; i < to.size(); ++i)
+                to[i] = from[i].get();
+        };
+        upstream_sample& u = s.upstreams[name]; // one set of counters per server and worker
+        u.idle = m.idle.get();
+        u.busy = m.busy.get();
+        u.opened = m.opened.get();
+        u.reused = m.reused.get();
+        u.requests = m.requests.get();
+        u.retries = m.retries.get();
+        read(u.errors, m.errors);
+        read(u.closes, m.closes);
+        read(u.response_buckets, m.response_buckets);
+        u.response_us_sum = m.response_us_sum.get();
+        u.tunnels = m.tunnels.get();
+        u.tunnel_bytes_up = m.tunnel_bytes_up.get();
+        u.tunnel_bytes_down = m.tunnel_bytes_down.get();
+        read(u.tunnel_closes, m.tunnel_closes);
     });
     return s;
 }
