@@ -1075,6 +1075,37 @@ TEST(TlsPressureTest, SilentHandshakesAtTheLimitAreReclaimedForARealClient) {
     EXPECT_EQ(t.metric(failures("timeout")), 0);
 }
 
+// An explicit limit far below the open-file limit holds for TLS clients held mid-request (never
+// reclaimed: a request is on its way): at most a sixteenth past it (one at 4). Newcomers wait in
+// the backlog for their handshake, and get it as soon as held connections go.
+TEST(TlsPressureTest, TheLimitHoldsForTlsClientsMidRequestAndNewcomersShakeHandsAsTheyGo) {
+    tls_server t({"--max-connections", "4", "--workers", "1", "--header-timeout", "30s"});
+    std::this_thread::sleep_for(200ms); // the start-up probe's connection is gone
+    std::vector<std::unique_ptr<ossl_client>> held;
+    for (int i = 0; i < 5; ++i) {
+        held.push_back(std::make_unique<ossl_client>(t.port(), TLS1_3_VERSION));
+        ASSERT_TRUE(held.back()->connected()) << i << ": " << held.back()->error();
+        ASSERT_TRUE(held.back()->write_records("GET / HTTP/1.1\r\nHost:", 64));
+    }
+    std::vector<std::unique_ptr<ossl_client>> late(3);
+    std::vector<std::thread> comers;
+    for (std::size_t i = 0; i < late.size(); ++i)
+        comers.emplace_back(
+            [&, i] { late[i] = std::make_unique<ossl_client>(t.port(), TLS1_3_VERSION); });
+    std::this_thread::sleep_for(1500ms); // retries every 100 ms: many chances to go past
+    EXPECT_EQ(t.metric("tarry_connections_open"), 5) << t.metrics();
+    EXPECT_EQ(t.metric(closes("pressure")), 0);
+    held.resize(1); // four go: the newcomers fit under the limit (past it, an idle one could be
+                    // taken for a newcomer, as any idle connection is)
+    for (auto& c : comers)
+        c.join();
+    for (auto& c : late) {
+        ASSERT_TRUE(c->connected()) << c->error();
+        EXPECT_TRUE(c->get("/").starts_with("HTTP/1.1 200")) << t.metrics();
+    }
+    EXPECT_EQ(t.metric(closes("pressure")), 0);
+}
+
 // --- 14. A reset mid-handshake -------------------------------------------------------------------
 
 TEST(TlsResetTest, AResetMidHandshakeCostsNothingAndIsCountedAsClientClosed) {
