@@ -8,6 +8,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 
@@ -316,11 +317,59 @@ std::size_t session::tunnel_in(const char* data, std::size_t size) {
     return taken;
 }
 
+namespace {
+
+constexpr std::size_t cut_short = std::string_view::npos;
+constexpr std::size_t malformed = cut_short - 1;
+
+/// Where the body of a request whose header was just read ends in `rest` (the bytes after the
+/// header): 0 with no body (or one read whole), cut_short if `rest` does not hold all of it,
+/// malformed for a chunk-size line the parser will refuse anyway (it answers 400).
+std::size_t body_end(const request_parser& parser, std::string_view rest) noexcept {
+    if (parser.is_done()) return 0;
+    if (const auto length = parser.content_length())
+        return *length <= rest.size() ? *length : cut_short;
+    std::size_t at = 0; // chunked (RFC 9112, 7.1): size lines, data, then trailers to an empty line
+    for (;;) {
+        const std::size_t eol = rest.find("\r\n", at);
+        if (eol == std::string_view::npos) return cut_short;
+        std::uint64_t chunk = 0;
+        std::size_t digits = 0;
+        for (std::size_t i = at; i < eol && std::isxdigit(static_cast<unsigned char>(rest[i]));
+             ++i, ++digits) {
+            if (chunk >> 60 != 0) return malformed;
+            const char c = rest[i];
+            chunk =
+                chunk * 16 + static_cast<std::uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+        }
+        if (digits == 0) return malformed;
+        at = eol + 2;
+        if (chunk == 0) {
+            for (;;) {
+                const std::size_t end = rest.find("\r\n", at);
+                if (end == std::string_view::npos) return cut_short;
+                if (end == at) return end + 2;
+                at = end + 2;
+            }
+        }
+        if (rest.size() - at < chunk + 2) return cut_short;
+        at += chunk + 2;
+    }
+}
+
+} // namespace
+
+bool session::ends_input(const request_parser& parser, std::string_view rest) noexcept {
+    if (rest.data() == nullptr) return false; // its header was read in an earlier call
+    const std::size_t end = body_end(parser, rest);
+    return end <= rest.size() && rest.find_first_not_of("\r\n", end) == std::string_view::npos;
+}
+
 std::size_t session::consume(const char* data, std::size_t size, std::string& out,
                              std::string_view date, bool all) {
     if (tunneling()) return tunnel_in(data, size);
     std::size_t used = 0;
-    consume_run run{out, date, size, all};
+    consume_run run{out, date, all};
     run_ = &run;
     struct forget {
         session& s;
@@ -362,8 +411,9 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             // an abort, never started (a proxy would send it up; a 100 Continue would go out).
             // Nothing of it is consumed: the connection closes as the client's (an abort).
             if (all) {
-                const auto body_left = parser.content_length_remaining();
-                if (body_left && size - used - n < *body_left) {
+                run.rest = data + used + n;
+                run.rest_size = size - used - n;
+                if (body_end(parser, std::string_view(run.rest, run.rest_size)) == cut_short) {
                     finish_request();
                     break;
                 }
@@ -371,7 +421,6 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             state_->head.header = std::string_view(data + used, n);
             used += n;
             r_.body_in_hand = used < size;
-            run.unread = size - used;
             dispatch();
             if (state_) state_->head.header = {};
             if (!state_) continue; // answered, and no body: the next request
@@ -381,7 +430,10 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
         used += n;
         if (parser.is_done() && !r_.body_done) {
             r_.body_done = true;
-            run.unread = size - used;
+            if (all) {
+                run.rest = data + used;
+                run.rest_size = size - used;
+            }
             if (deferred* d = deferred_answer(); r_.body_to_handler && d != nullptr)
                 d->on_body_end();
             if (!state_) continue; // it answered: the request is over

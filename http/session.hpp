@@ -261,8 +261,11 @@ private:
     struct consume_run {
         std::string& out;
         std::string_view date;
-        std::size_t unread; ///< of what consume() was given, what is past the request read
-        bool all;           ///< the client ended: nothing more will come
+        bool all; ///< the client ended: nothing more will come
+        /// With `all`: what follows the current request's header (or its body, once read
+        /// whole), up to the end of the input; null until its header is read in this call.
+        const char* rest = nullptr;
+        std::size_t rest_size = 0;
     };
 
     [[nodiscard]] deferred* deferred_answer() const noexcept {
@@ -299,14 +302,14 @@ private:
                (settings_->max_requests == 0 || requests_ + 1ULL < settings_->max_requests);
     }
     /// Answered within consume(), after the client's end: nothing follows this request but
-    /// (at most) the rest of its own body. A chunked body's end is not known: not the last.
+    /// its own body and empty lines.
     [[nodiscard]] bool last_of_input(const request_parser& parser) const noexcept {
         if (run_ == nullptr || !run_->all) [[likely]]
             return false;
-        if (parser.is_done()) return run_->unread == 0;
-        const auto body_left = parser.content_length_remaining();
-        return body_left && run_->unread <= *body_left;
+        return ends_input(parser, std::string_view(run_->rest, run_->rest_size));
     }
+    [[nodiscard]] static bool ends_input(const request_parser& parser,
+                                         std::string_view rest) noexcept;
 
     // An idle session is these 56 bytes (with the connection's, what an idle keep-alive
     // connection costs): per-request state lives in state_, taken from a free list.

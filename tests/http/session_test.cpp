@@ -202,7 +202,11 @@ TEST_F(SessionTest, AfterTheClientsEndTheLastRequestClosesAndOneCutShortNeverSta
     }
     for (const std::string_view cut :
          {"POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"sv,
-          "POST /c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"sv}) {
+          "POST /c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"sv,
+          "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"sv,
+          "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"sv,
+          "POST /c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n"sv}) {
         SCOPED_TRACE(cut);
         session s(settings);
         settings.routes = &after_body_routes();
@@ -214,6 +218,23 @@ TEST_F(SessionTest, AfterTheClientsEndTheLastRequestClosesAndOneCutShortNeverSta
         EXPECT_EQ(s.current_phase(), session::phase::idle);
         EXPECT_EQ(s.consume(input.data() + used, input.size() - used, out, date, true), 0U);
         EXPECT_EQ(responses(out), 1U) << "the same the next time";
+        settings.routes = &hello_routes;
+    }
+    // Whole bodies, chunked or not, then empty lines: the last request all the same.
+    for (const std::string_view last :
+         {"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+          "3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n\r\n"sv,
+          "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\r\n"sv,
+          "GET /c HTTP/1.1\r\nHost: x\r\n\r\n\r\n"sv}) {
+        SCOPED_TRACE(last);
+        settings.routes = &after_body_routes();
+        session s(settings);
+        const std::string input = std::string(two.substr(0, two.size() / 2)) + std::string(last);
+        std::string out;
+        s.consume(input.data(), input.size(), out, date, true);
+        EXPECT_EQ(responses(out), 2U) << out;
+        EXPECT_TRUE(out.starts_with(hello(keep))) << out;
+        EXPECT_EQ(count(out, close), 1U) << out; // the second answer's (405 to a POST)
         settings.routes = &hello_routes;
     }
     { // the same bytes with more to come: the body is waited for

@@ -304,7 +304,11 @@ TEST_F(ProxyBackendTest, AfterTheClientsEndTheLastAnswerSaysCloseAndNothingCutSh
     const std::string cut = "POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc";
     const std::string asks =
         "POST /up HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n";
-    for (const std::string& last : {std::string(), cut, asks}) {
+    const std::string chunks =
+        "POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n";
+    const std::string asks_chunked = "POST /up HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                                     "Transfer-Encoding: chunked\r\n\r\n";
+    for (const std::string& last : {std::string(), cut, asks, chunks, asks_chunked}) {
         SCOPED_TRACE(last.empty() ? "the built-in answer last" : last.substr(0, 40));
         const int before = backend->requests;
         const auto errors = metrics().closes_of(upstream::upstream_close::error);
