@@ -8,7 +8,6 @@
 #include <boost/beast/http/error.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstring>
 
@@ -334,15 +333,8 @@ std::size_t body_end(const request_parser& parser, std::string_view rest) noexce
         const std::size_t eol = rest.find("\r\n", at);
         if (eol == std::string_view::npos) return cut_short;
         std::uint64_t chunk = 0;
-        std::size_t digits = 0;
-        for (std::size_t i = at; i < eol && std::isxdigit(static_cast<unsigned char>(rest[i]));
-             ++i, ++digits) {
-            if (chunk >> 60 != 0) return malformed;
-            const char c = rest[i];
-            chunk =
-                chunk * 16 + static_cast<std::uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-        }
-        if (digits == 0) return malformed;
+        if (std::from_chars(rest.data() + at, rest.data() + eol, chunk, 16).ec != std::errc{})
+            return malformed; // no digit, or past 64 bits
         at = eol + 2;
         if (chunk == 0) {
             for (;;) {
@@ -352,7 +344,7 @@ std::size_t body_end(const request_parser& parser, std::string_view rest) noexce
                 at = end + 2;
             }
         }
-        if (rest.size() - at < chunk + 2) return cut_short;
+        if (chunk > rest.size() - at || rest.size() - at - chunk < 2) return cut_short;
         at += chunk + 2;
     }
 }
