@@ -1,14 +1,13 @@
 #include "poller.hpp"
 
-#include <boost/asio/detail/reactor_op.hpp>
-#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <new>
+#include <stdexcept>
 #include <system_error>
-#include <utility>
 
 #include <unistd.h>
 
@@ -37,46 +36,35 @@ int make_epoll() {
 
 } // namespace
 
-/// The wait for the epoll descriptor's next edge, queued in Asio's reactor as its own socket
-/// operations are, but without what async_wait adds: an epoll_ctl(EPOLL_CTL_MOD) each time
-/// (Asio 1.81, epoll_reactor::start_op with allow_speculative false). Queued with
-/// allow_speculative true, the reactor first tries it at once (perform() says "not done" then,
-/// without a system call), and then queues it with no epoll_ctl. One per poller, reused.
-class poller::ready_op : public boost::asio::detail::reactor_op {
-public:
-    explicit ready_op(poller* p) noexcept
-        : reactor_op(boost::system::error_code(), &ready_op::perform, &ready_op::complete),
-          owner(p) {}
+namespace {
 
-    poller* owner;         ///< null once the poller is gone: then this frees itself
-    bool queued = false;   ///< in the reactor, or its completion is
-    bool starting = false; ///< inside start_op(): the reactor's try at once
-
-private:
-    static status perform(reactor_op* base) noexcept {
-        return static_cast<ready_op*>(base)->starting ? not_done : done;
-    }
-    static void complete(void* scheduler, boost::asio::detail::operation* base,
-                         const boost::system::error_code& /*ec*/, std::size_t /*n*/) {
-        auto* op = static_cast<ready_op*>(base);
-        op->queued = false;
-        poller* const p = op->owner;
-        if (p == nullptr) {
-            delete op;
-            return;
-        }
-        const boost::system::error_code ec = std::exchange(op->ec_, {});
-        if (scheduler == nullptr) return; // Asio destroys its queue: no call
-        if (!ec)
-            p->ready();
-        else if (ec == boost::asio::error::operation_aborted && !p->stopped_)
-            p->wait(); // stopped, then started again before this came back
-    }
+/// The private members of Asio 1.81 the poller needs (see poller.hpp): an explicit
+/// instantiation may name a private member, and the friend it defines hands the pointer out.
+template <typename Tag, typename Tag::type Member> struct exposed {
+    friend typename Tag::type member(Tag) { return Member; }
 };
+/// The reactor's epoll descriptor, nested in the poller's set.
+struct reactor_epoll {
+    using type = int boost::asio::detail::epoll_reactor::*;
+    friend type member(reactor_epoll);
+};
+template struct exposed<reactor_epoll, &boost::asio::detail::epoll_reactor::epoll_fd_>;
+/// The scheduler's task, which the poller takes over.
+struct scheduler_task {
+    using type = boost::asio::detail::scheduler_task* boost::asio::detail::scheduler::*;
+    friend type member(scheduler_task);
+};
+template struct exposed<scheduler_task, &boost::asio::detail::scheduler::task_>;
+
+/// The event data of Asio's set in the poller's.
+char asio_set = 0;
+
+} // namespace
 
 poller::poller(boost::asio::io_context& io, tagged_handler tagged, const tagged_reads* reads)
     : io_(io), epoll_(make_epoll()),
-      reactor_(boost::asio::use_service<boost::asio::detail::reactor>(io)), tagged_(tagged),
+      reactor_(boost::asio::use_service<boost::asio::detail::epoll_reactor>(io)),
+      scheduler_(boost::asio::use_service<boost::asio::detail::scheduler>(io)), tagged_(tagged),
       reads_(reads) {
     try {
         sends_ = io_batch::open();
@@ -84,29 +72,24 @@ poller::poller(boost::asio::io_context& io, tagged_handler tagged, const tagged_
             targets_ = std::make_unique<io_batch::read_target[]>(events_.size());
             read_ = std::make_unique<long[]>(events_.size());
         }
-        wait_op_ = new ready_op(this);
+        reactor_.init_task(); // as Asio's own services do: the scheduler gets its task
+        boost::asio::detail::scheduler_task*& task = scheduler_.*member(scheduler_task{});
+        if (task != &reactor_) throw std::logic_error("a second poller for one io_context");
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLET;
+        ev.data.ptr = &asio_set;
+        if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, reactor_.*member(reactor_epoll{}), &ev) != 0)
+            throw std::system_error(errno, std::generic_category(), "nesting Asio's epoll set");
+        task = &task_;
     } catch (...) {
         ::close(epoll_);
         throw;
-    }
-    reactor_.init_task(); // as Asio's own services do: the io_context waits on its reactor
-    if (const int error = reactor_.register_descriptor(epoll_, reactor_data_); error != 0) {
-        reactor_.cleanup_descriptor_data(reactor_data_);
-        delete wait_op_;
-        ::close(epoll_);
-        throw std::system_error(error, std::generic_category(), "epoll registration");
     }
 }
 
 poller::~poller() {
     stop();
-    // A queued wait comes back aborted through Asio's queue: it frees itself then.
-    reactor_.deregister_descriptor(epoll_, reactor_data_, true);
-    reactor_.cleanup_descriptor_data(reactor_data_);
-    if (wait_op_->queued)
-        wait_op_->owner = nullptr;
-    else
-        delete wait_op_;
+    scheduler_.*member(scheduler_task{}) = &reactor_;
     ::close(epoll_);
 }
 
@@ -225,72 +208,81 @@ void poller::release_kept() noexcept {
 }
 
 void poller::start() {
+    if (!stopped_) return;
+    work_.emplace(io_.get_executor());
     stopped_ = false;
-    // What the set holds already first: its edge may have gone to Asio before the wait.
-    boost::asio::post(io_.get_executor(), [this] { ready(); });
+    // A turn already waiting in Asio's set alone (stopped) returns, to wait for both.
+    reactor_.interrupt();
 }
 
 void poller::stop() noexcept {
     stopped_ = true;
-    if (wait_op_->queued) reactor_.cancel_ops(epoll_, reactor_data_);
+    work_.reset();
 }
 
-void poller::wait() noexcept {
-    if (stopped_ || wait_op_->queued) return;
-    wait_op_->queued = true;
-    wait_op_->starting = true;
-    reactor_.start_op(boost::asio::detail::reactor::read_op, epoll_, reactor_data_, wait_op_, false,
-                      true);
-    wait_op_->starting = false;
-}
-
-void poller::ready() {
-    if (stopped_) return;
-    if (!dispatch()) {
-        wait();
+void poller::turn(long usec,
+                  boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops) {
+    if (stopped_) {
+        reactor_.run(usec, ops); // Asio's set alone: the sockets' events wait for a start()
         return;
     }
-    // Every batch was full: more may wait, with no edge to say so. After Asio's other work.
-    try {
-        boost::asio::post(io_.get_executor(), [this] { ready(); });
-    } catch (...) {
-        wait(); // out of memory: what is left waits for its next edge
+    int timeout = 0;
+    if (usec < 0)
+        timeout = -1;
+    else if (usec > 0) // rounded up, as Asio's reactor does
+        timeout = static_cast<int>(std::min<long>((usec - 1) / 1000 + 1, INT_MAX));
+    const int n = ::epoll_wait(epoll_, events_.data(), static_cast<int>(events_.size()), timeout);
+    if (n <= 0) return;
+    bool asio = false;
+    for (int i = 0; i < n; ++i) {
+        if (events_[i].data.ptr != &asio_set) continue;
+        events_[i].data.ptr = nullptr; // not an owner's: dispatch() skips it
+        asio = true;
     }
+    // Asio's timers and its own descriptors, whose handlers run after this turn's events.
+    if (asio) reactor_.run(0, ops);
+    dispatch(n);
 }
 
-bool poller::dispatch() {
-    // A full batch means more may be ready: take another before yielding to Asio, but bounded,
-    // so timers and posted work are never starved.
-    for (int round = 0; round < 4; ++round) {
-        const int n = ::epoll_wait(epoll_, events_.data(), static_cast<int>(events_.size()), 0);
-        if (n <= 0) return false;
-        reaped_ = timeouts::clock::now(); // one reading for the whole batch
-        count_ = n;
-        dispatching = this;
-        const bool ahead = targets_ && read_ahead(n);
-        for (next_ = 0; next_ < n;) {
-            const int i = next_++;
-            const epoll_event& e = events_[i];
-            const auto bits = reinterpret_cast<std::uintptr_t>(e.data.ptr);
-            if ((bits & tag) != 0) {
-                void* owner = reinterpret_cast<void*>(bits & ~tag);
-                if (ahead && targets_[i].size != 0)
-                    reads_->done(owner, e.events, read_[i]);
-                else
-                    tagged_(owner, e.events);
-            } else if (bits != 0) { // zero: forgotten
-                auto* owner = static_cast<pollable*>(e.data.ptr);
-                if (ahead && targets_[i].size != 0)
-                    owner->on_read_ahead(e.events, targets_[i], read_[i]);
-                else
-                    owner->on_events(e.events);
-            }
+void poller::dispatch(int n) {
+    reaped_ = timeouts::clock::now(); // one reading for the whole batch
+    count_ = n;
+    dispatching = this;
+    const bool ahead = targets_ && read_ahead(n);
+    for (next_ = 0; next_ < n;) {
+        const int i = next_++;
+        const epoll_event& e = events_[i];
+        const auto bits = reinterpret_cast<std::uintptr_t>(e.data.ptr);
+        if ((bits & tag) != 0) {
+            void* owner = reinterpret_cast<void*>(bits & ~tag);
+            if (ahead && targets_[i].size != 0)
+                reads_->done(owner, e.events, read_[i]);
+            else
+                tagged_(owner, e.events);
+        } else if (bits != 0) { // zero: forgotten
+            auto* owner = static_cast<pollable*>(e.data.ptr);
+            if (ahead && targets_[i].size != 0)
+                owner->on_read_ahead(e.events, targets_[i], read_[i]);
+            else
+                owner->on_events(e.events);
         }
-        dispatching = nullptr;
-        count_ = 0;
-        next_ = 0;
-        if (sends_ && !sends_->empty()) send_deferred();
-        if (n < static_cast<int>(events_.size())) return false;
+    }
+    // Still inside the batch: what these send joins its sends.
+    for (std::size_t i = 0; i < after_.size(); ++i)
+        after_[i].fn(after_[i].owner);
+    after_.clear();
+    dispatching = nullptr;
+    count_ = 0;
+    next_ = 0;
+    if (sends_ && !sends_->empty()) send_deferred();
+}
+
+bool poller::after_events(void* owner, void (*fn)(void* owner) noexcept) noexcept {
+    if (dispatching != this) return false;
+    try {
+        after_.push_back({owner, fn});
+    } catch (...) {
+        return false;
     }
     return true;
 }

@@ -3,13 +3,19 @@
 #include <tarry/net/io_batch.hpp>
 #include <tarry/timeouts/idle_entry.hpp>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-// After io_context.hpp, which it needs: the reactor type (epoll), for the poller's own wait.
-#include <boost/asio/detail/reactor.hpp>
+// After io_context.hpp, which they need: Asio's reactor (epoll) and scheduler, whose task the
+// poller becomes.
+#include <boost/asio/detail/epoll_reactor.hpp>
+#include <boost/asio/detail/scheduler.hpp>
+#include <boost/asio/detail/scheduler_task.hpp>
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include <sys/epoll.h>
 
@@ -41,8 +47,11 @@ protected:
 };
 
 /// An edge-triggered epoll set for a worker's sockets (clients, listeners, upstream
-/// connections), nested in the worker's io_context: Asio waits on the epoll descriptor,
-/// everything else (timers, posted work) stays on Asio.
+/// connections), and the one wait of the worker's loop: the poller takes the place of Asio's
+/// reactor as the io_context's task (what its scheduler runs when the handlers run out, to wait
+/// for more), and Asio's own epoll set (timers, posted work from other threads) sits inside the
+/// poller's. A turn of the loop is one epoll_wait for both: the sockets' events are dispatched
+/// at once, and Asio's reactor runs only in the turns where its set is ready.
 ///
 /// Why not an Asio socket per connection: Asio's async_wait re-registers the descriptor with
 /// epoll_ctl on every wait (its guard against lost edges), a third system call per request
@@ -54,13 +63,12 @@ protected:
 /// or a short read), which is all edge-triggered epoll asks. Closing the descriptor unregisters
 /// it.
 ///
-/// The epoll descriptor itself is waited on the same way, by an operation of Asio's reactor of
-/// its own (ready_op), not by async_wait, whose epoll_ctl per wait would come back once per
-/// turn of the loop (6% of a proxied request's CPU, load/README.md, "The poller's own wait").
-/// Its edges are enough because the wait is queued only right after a dispatch that drained the
-/// set, inside the same handler (or, after a stop and a start, ahead of the dispatch that
-/// start() posts): an edge Asio takes while no wait is queued is always followed by such a
-/// drain, and one that comes after the drain stays in Asio's epoll set until the wait is there.
+/// Why the poller is the task, rather than a descriptor Asio waits on (as it once was): nested
+/// that way, every socket's wake-up went on to wake Asio's set, and every turn made two waits,
+/// Asio's and then the poller's, at about a microsecond each on this project's machines
+/// (load/README.md, "One wait per turn"). Asio 1.81 has no public way to give a scheduler
+/// another task, or to learn its reactor's epoll descriptor: poller.cpp reaches the two private
+/// members it needs (checked by the compiler against the Boost it builds with).
 ///
 /// An owner may be closed while events for it sit in the batch being dispatched: either it is
 /// not freed inside a batch (client connections free themselves through a posted handler), or
@@ -87,15 +95,16 @@ public:
         void (*done)(void* owner, std::uint32_t events, long result) noexcept;
     };
 
+    /// Becomes `io`'s task: made before `io` runs, one per io_context (std::logic_error for a
+    /// second).
     explicit poller(boost::asio::io_context& io, tagged_handler tagged = nullptr,
                     const tagged_reads* reads = nullptr);
     poller(const poller&) = delete;
     poller& operator=(const poller&) = delete;
-    /// Its queued wait frees itself, but the handlers it posted (start(), a full batch's next
-    /// turn, deferred sends) point at it: the io_context must not run them after this, so a
-    /// poller goes once its io_context no longer runs (a worker: stop(), a last poll(), then
-    /// this, then the io_context, whose destructor drops what is still queued without running
-    /// it).
+    /// Gives the io_context its reactor back as its task. The handlers the poller posted
+    /// (deferred sends) point at it: the io_context must not run them after this, so a poller
+    /// goes once its io_context no longer runs (a worker: stop(), a last poll(), then this, then
+    /// the io_context, whose destructor drops what is still queued without running it).
     ~poller();
 
     /// Registers `fd` for `events`, edge-triggered. Returns false (errno set) on failure.
@@ -110,10 +119,11 @@ public:
     /// dispatching, if any: called by an owner that may be freed before the batch ends.
     static void forget(const pollable& owner) noexcept;
 
-    /// Takes what is ready, then waits on Asio for the epoll descriptor; again after each batch
-    /// until stop().
+    /// From now on the io_context's turns wait for the sockets too and dispatch their events
+    /// (the ones that came before first), and its run() does not return until stop().
     void start();
-    /// No more waiting: lets io_context::run() return once nothing else is pending.
+    /// The sockets' events wait, undispatched, until a start(); run() returns once nothing else
+    /// is pending.
     void stop() noexcept;
     /// Sends are made in batches (io_batch): an owner with bytes to send calls defer_send()
     /// instead of send(2), once, and is told the result by `calls` at the end of the event
@@ -121,6 +131,11 @@ public:
     /// (out of memory), `owner` is not queued.
     [[nodiscard]] bool batching() const noexcept { return sends_ != nullptr; }
     void defer_send(void* owner, const io_batch::owner_calls& calls);
+    /// Runs `fn(owner)` once every event of the batch being dispatched has been, before the
+    /// batch's sends go out: for an owner that another's event gave news (a proxied response for
+    /// its client), so that all it has to say by the end of the batch goes out with the rest in
+    /// one call. Returns false outside a batch, or out of memory (nothing queued: post it).
+    bool after_events(void* owner, void (*fn)(void* owner) noexcept) noexcept;
     /// Takes `owner` out of the sends waiting (it is closing, and may be freed before them).
     void cancel_send(const void* owner) noexcept {
         if (sends_) sends_->remove(owner);
@@ -134,16 +149,30 @@ public:
     [[nodiscard]] timeouts::clock::time_point reaped() const noexcept { return reaped_; }
 
 private:
-    class ready_op;
+    /// What Asio's scheduler runs as its task: a turn of the poller's loop.
+    class loop_task final : public boost::asio::detail::scheduler_task {
+    public:
+        explicit loop_task(poller& p) noexcept : poller_(p) {}
+        void
+        run(long usec,
+            boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops) override {
+            poller_.turn(usec, ops);
+        }
+        /// Asio's post from another thread, or its stop(): the wait returns.
+        void interrupt() override { poller_.reactor_.interrupt(); }
+
+    private:
+        poller& poller_;
+    };
 
     bool add(int fd, void* data, std::uint32_t events) noexcept;
-    /// Queues the wait for the epoll descriptor's next edge (once).
-    void wait() noexcept;
-    /// Dispatches what the set holds, then waits again (or, when batches were full, comes back
-    /// after Asio's other work).
-    void ready();
-    /// Returns true if it stopped with events possibly left (every batch full).
-    bool dispatch();
+    /// Waits up to `usec` (-1: until something comes, 0: not at all) for the sockets and
+    /// Asio's set, dispatches the sockets' events, and leaves what Asio's reactor completes in
+    /// `ops`.
+    void turn(long usec,
+              boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops);
+    /// Dispatches the batch of `n` events just taken.
+    void dispatch(int n);
     void send_deferred() noexcept;
     /// Reads ahead for the batch's owners that want to read; true if any did.
     bool read_ahead(int n) noexcept;
@@ -152,9 +181,12 @@ private:
 
     boost::asio::io_context& io_;
     int epoll_ = -1;
-    boost::asio::detail::reactor& reactor_;
-    boost::asio::detail::reactor::per_descriptor_data reactor_data_ = nullptr;
-    ready_op* wait_op_ = nullptr; ///< freed here, or by Asio when it still holds it as this goes
+    boost::asio::detail::epoll_reactor& reactor_;
+    boost::asio::detail::scheduler& scheduler_;
+    loop_task task_{*this};
+    /// Keeps the io_context's run() from returning while started (the sockets' events are not
+    /// work Asio counts).
+    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     tagged_handler tagged_;
     std::array<epoll_event, 512> events_{};
     int next_ = 0;  ///< the next event of the batch being dispatched
@@ -165,7 +197,12 @@ private:
     /// Per event of the batch, with sends_: where its owner read, and the answer.
     std::unique_ptr<io_batch::read_target[]> targets_;
     std::unique_ptr<long[]> read_;
-    bool stopped_ = false;
+    struct deferred_call {
+        void* owner;
+        void (*fn)(void*) noexcept;
+    };
+    std::vector<deferred_call> after_; ///< after_events() of the batch being dispatched
+    bool stopped_ = true;
     bool sends_posted_ = false; ///< a send_deferred() is queued on the io_context
 };
 

@@ -1,15 +1,21 @@
 // The worker's edge-triggered poller on socket pairs: edges reach their owner once, tagged
 // owners reach the tagged handler, an owner forgotten in the middle of a batch is told nothing
-// more from it, pollables' reads made with the batch land in the space lent to them, and the
-// poller's own wait survives a stop and a start, and its own end with the wait queued.
+// more from it, pollables' reads made with the batch land in the space lent to them, a stopped
+// poller keeps its events for the next start, and the one wait of the loop wakes for Asio's
+// timers, posts and stop too.
 #include <tarry/net/poller.hpp>
 
 #include "socket_pair.hpp"
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include <chrono>
 #include <functional>
+#include <future>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -193,27 +199,70 @@ TEST_F(PollerTest, APollableForgottenMidBatchHasItsReadDroppedAndIsToldNothing) 
     EXPECT_EQ(r1.ahead + r2.ahead, 1);
 }
 
-TEST_F(PollerTest, AStopAndAStartKeepTheWaitAndAPollerGoneWithItsWaitQueuedLeavesNothing) {
+TEST_F(PollerTest, AStoppedPollerKeepsItsEventsForTheNextStart) {
     socket_pair s;
     owner o;
     ASSERT_TRUE(p.add(s.fd[0], o, EPOLLIN));
-    run_ready(); // the wait is queued in Asio's reactor
-    p.stop();
-    p.start(); // before the aborted wait has come back
     run_ready();
+    p.stop();
     s.say("a");
     run_ready();
-    EXPECT_EQ(o.told, 1);
-
-    {
-        poller gone{io};
-        gone.start();
-        run_ready();
-    } // its queued wait comes back aborted, after it: freed then
+    EXPECT_EQ(o.told, 0);
+    p.start();
     run_ready();
+    EXPECT_EQ(o.told, 1);
     s.say("b");
     run_ready();
     EXPECT_EQ(o.told, 2);
+}
+
+TEST(PollerLoop, TimersPostsFromOtherThreadsAndStopWakeTheOneWait) {
+    boost::asio::io_context io;
+    poller p{io};
+    socket_pair s;
+    owner o;
+    ASSERT_TRUE(p.add(s.fd[0], o, EPOLLIN));
+    p.start();
+    std::thread loop([&] { io.run(); }); // blocked in the poller's wait from here on
+
+    // A timer: Asio's set, nested in the poller's, wakes the wait.
+    std::promise<void> fired;
+    boost::asio::steady_timer t(io, 20ms);
+    t.async_wait([&](boost::system::error_code) { fired.set_value(); });
+    EXPECT_EQ(fired.get_future().wait_for(2s), std::future_status::ready);
+
+    // A socket's edge, then work posted from this thread.
+    std::promise<int> told;
+    o.then = [&] { told.set_value(o.told); };
+    s.say("a");
+    EXPECT_EQ(told.get_future().wait_for(2s), std::future_status::ready);
+    std::promise<void> posted;
+    boost::asio::post(io, [&] { posted.set_value(); });
+    EXPECT_EQ(posted.get_future().wait_for(2s), std::future_status::ready);
+
+    // run() does not return while the poller is started, and stop() from here ends it.
+    std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(io.stopped());
+    io.stop();
+    loop.join();
+    EXPECT_EQ(o.told, 1);
+}
+
+TEST(PollerLoop, APollerGoneGivesAsioItsReactorBackAndThereIsOnePerContext) {
+    boost::asio::io_context io;
+    {
+        poller p{io};
+        EXPECT_THROW(poller{io}, std::logic_error);
+        p.start();
+        io.poll();
+    }
+    bool fired = false;
+    boost::asio::steady_timer t(io, 10ms);
+    t.async_wait([&](boost::system::error_code) { fired = true; });
+    io.restart();
+    io.run_for(2s);
+    EXPECT_TRUE(fired);
+    EXPECT_NO_THROW(poller{io});
 }
 
 } // namespace
