@@ -233,12 +233,7 @@ void connection::wake() noexcept {
     if (wake_posted_) return;
     // A handler answering later (a proxy's upstream response) usually has more to say in the
     // same turn of the loop: a head, then a body, then the end. One drive after all of it sends
-    // them in one system call, not one each: at the end of the event batch (with the batch's
-    // other sends), or, outside one, after the handlers queued so far.
-    if (ctx_.poll.after_events(this, &connection::woken)) {
-        wake_posted_ = true;
-        return;
-    }
+    // them in one system call, not one each.
     try {
         boost::asio::post(ctx_.io, [self = connection_ptr(this)] {
             self->wake_posted_ = false;
@@ -249,13 +244,6 @@ void connection::wake() noexcept {
     } catch (...) {
         run_drive(); // could not queue it: drive now
     }
-}
-
-void connection::woken(void* self) noexcept {
-    // Not freed inside a batch: its own reference goes through a posted handler (close()).
-    auto* c = static_cast<connection*>(self);
-    c->wake_posted_ = false;
-    if (!c->closed_) c->run_drive();
 }
 
 void connection::run_drive() noexcept {

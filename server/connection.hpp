@@ -145,8 +145,6 @@ public:
                    std::uint64_t body_bytes) noexcept override;
 
 private:
-    /// The drive wake() queued for the end of an event batch.
-    static void woken(void* self) noexcept;
     void drive(bool fresh = true);
     void run_drive() noexcept;
     bool read_some();

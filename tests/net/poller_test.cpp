@@ -1,8 +1,8 @@
 // The worker's edge-triggered poller on socket pairs: edges reach their owner once, tagged
 // owners reach the tagged handler, an owner forgotten in the middle of a batch is told nothing
-// more from it, pollables' reads made with the batch land in the space lent to them, calls queued
-// for the end of a batch run after all of it, a stopped poller keeps its events for the next
-// start, and the one wait of the loop wakes for Asio's timers, posts and stop too.
+// more from it, pollables' reads made with the batch land in the space lent to them, a stopped
+// poller keeps its events for the next start, and the one wait of the loop wakes for Asio's
+// timers, posts and stop too.
 #include <tarry/net/poller.hpp>
 
 #include "socket_pair.hpp"
@@ -197,38 +197,6 @@ TEST_F(PollerTest, APollableForgottenMidBatchHasItsReadDroppedAndIsToldNothing) 
     run_ready();
     EXPECT_EQ(r1.told + r2.told, 1);
     EXPECT_EQ(r1.ahead + r2.ahead, 1);
-}
-
-TEST_F(PollerTest, AfterEventsCallsRunOnceTheWholeBatchIsToldAndNeverOutsideOne) {
-    socket_pair s1;
-    socket_pair s2;
-    owner o1;
-    owner o2;
-    ASSERT_TRUE(p.add(s1.fd[0], o1, EPOLLIN));
-    ASSERT_TRUE(p.add(s2.fd[0], o2, EPOLLIN));
-    struct seen {
-        owner* a;
-        owner* b;
-        int calls = 0;
-        int told_then = 0;
-    } news{&o1, &o2};
-    const auto after = [](void* n) noexcept {
-        auto* s = static_cast<seen*>(n);
-        ++s->calls;
-        s->told_then = s->a->told + s->b->told;
-    };
-    // Both owners queue a call: each runs once, after both were told.
-    o1.then = [&] { EXPECT_TRUE(p.after_events(&news, after)); };
-    o2.then = [&] { EXPECT_TRUE(p.after_events(&news, after)); };
-    s1.say("a");
-    s2.say("b");
-    run_ready();
-    EXPECT_EQ(news.calls, 2);
-    EXPECT_EQ(news.told_then, 2);
-    // Outside a batch nothing is queued, and nothing runs later.
-    EXPECT_FALSE(p.after_events(&news, after));
-    run_ready();
-    EXPECT_EQ(news.calls, 2);
 }
 
 TEST_F(PollerTest, AStoppedPollerKeepsItsEventsForTheNextStart) {
