@@ -267,24 +267,10 @@ void poller::dispatch(int n) {
                 owner->on_events(e.events);
         }
     }
-    // Still inside the batch: what these send joins its sends.
-    for (std::size_t i = 0; i < after_.size(); ++i)
-        after_[i].fn(after_[i].owner);
-    after_.clear();
     dispatching = nullptr;
     count_ = 0;
     next_ = 0;
     if (sends_ && !sends_->empty()) send_deferred();
-}
-
-bool poller::after_events(void* owner, void (*fn)(void* owner) noexcept) noexcept {
-    if (dispatching != this) return false;
-    try {
-        after_.push_back({owner, fn});
-    } catch (...) {
-        return false;
-    }
-    return true;
 }
 
 } // namespace tarry::net

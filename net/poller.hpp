@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <vector>
 
 #include <sys/epoll.h>
 
@@ -131,11 +130,6 @@ public:
     /// (out of memory), `owner` is not queued.
     [[nodiscard]] bool batching() const noexcept { return sends_ != nullptr; }
     void defer_send(void* owner, const io_batch::owner_calls& calls);
-    /// Runs `fn(owner)` once every event of the batch being dispatched has been, before the
-    /// batch's sends go out: for an owner that another's event gave news (a proxied response for
-    /// its client), so that all it has to say by the end of the batch goes out with the rest in
-    /// one call. Returns false outside a batch, or out of memory (nothing queued: post it).
-    bool after_events(void* owner, void (*fn)(void* owner) noexcept) noexcept;
     /// Takes `owner` out of the sends waiting (it is closing, and may be freed before them).
     void cancel_send(const void* owner) noexcept {
         if (sends_) sends_->remove(owner);
@@ -197,11 +191,6 @@ private:
     /// Per event of the batch, with sends_: where its owner read, and the answer.
     std::unique_ptr<io_batch::read_target[]> targets_;
     std::unique_ptr<long[]> read_;
-    struct deferred_call {
-        void* owner;
-        void (*fn)(void*) noexcept;
-    };
-    std::vector<deferred_call> after_; ///< after_events() of the batch being dispatched
     bool stopped_ = true;
     bool sends_posted_ = false; ///< a send_deferred() is queued on the io_context
 };
