@@ -2,7 +2,7 @@
 // owners reach the tagged handler, an owner forgotten in the middle of a batch is told nothing
 // more from it, pollables' reads made with the batch land in the space lent to them, a stopped
 // poller keeps its events for the next start, and the one wait of the loop wakes for Asio's
-// timers, posts and stop too.
+// timers, posts and stop too, a timer on time even while the sockets keep every turn busy.
 #include <tarry/net/poller.hpp>
 
 #include "socket_pair.hpp"
@@ -15,9 +15,11 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -246,6 +248,47 @@ TEST(PollerLoop, TimersPostsFromOtherThreadsAndStopWakeTheOneWait) {
     io.stop();
     loop.join();
     EXPECT_EQ(o.told, 1);
+}
+
+TEST(PollerLoop, ATimerFiresOnTimeWhileSocketsKeepEveryTurnBusy) {
+    // Sixty-four sockets that are ready again as soon as they are told (each reads its byte
+    // and its far end writes another): every turn of the loop has events, and Asio's set,
+    // nested in the poller's, must still get its turn for the timer.
+    boost::asio::io_context io;
+    poller p{io};
+    constexpr int pairs = 64;
+    std::vector<std::unique_ptr<socket_pair>> s;
+    std::vector<std::unique_ptr<owner>> o;
+    long told = 0;
+    for (int i = 0; i < pairs; ++i) {
+        s.push_back(std::make_unique<socket_pair>());
+        o.push_back(std::make_unique<owner>());
+        socket_pair& sp = *s.back();
+        o.back()->then = [&sp, &told, &io] {
+            char b[16];
+            while (::read(sp.fd[0], b, sizeof b) > 0) {
+            }
+            sp.say("x");
+            if (++told > 5'000'000) io.stop(); // the timer never came: stop anyway
+        };
+        ASSERT_TRUE(p.add(sp.fd[0], *o.back(), EPOLLIN));
+        sp.say("x");
+    }
+    p.start();
+    bool fired = false;
+    boost::asio::steady_timer t(io, 50ms);
+    const auto start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::duration waited{};
+    t.async_wait([&](boost::system::error_code) {
+        fired = true;
+        waited = std::chrono::steady_clock::now() - start;
+        io.stop();
+    });
+    io.run();
+    EXPECT_TRUE(fired);
+    EXPECT_GE(waited, 50ms);
+    EXPECT_LT(waited, 2s) << "late by the busy sockets";
+    EXPECT_GT(told, pairs) << "the sockets were busy meanwhile";
 }
 
 TEST(PollerLoop, APollerGoneGivesAsioItsReactorBackAndThereIsOnePerContext) {
