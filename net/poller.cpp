@@ -56,9 +56,6 @@ struct scheduler_task {
 };
 template struct exposed<scheduler_task, &boost::asio::detail::scheduler::task_>;
 
-/// The event data of Asio's set in the poller's.
-char asio_set = 0;
-
 } // namespace
 
 poller::poller(boost::asio::io_context& io, tagged_handler tagged, const tagged_reads* reads)
@@ -77,7 +74,7 @@ poller::poller(boost::asio::io_context& io, tagged_handler tagged, const tagged_
         if (task != &reactor_) throw std::logic_error("a second poller for one io_context");
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLET;
-        ev.data.ptr = &asio_set;
+        ev.data.ptr = nullptr; // no owner's: every owner is registered with its own pointer
         if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, reactor_.*member(reactor_epoll{}), &ev) != 0)
             throw std::system_error(errno, std::generic_category(), "nesting Asio's epoll set");
         task = &task_;
@@ -208,21 +205,19 @@ void poller::release_kept() noexcept {
 }
 
 void poller::start() {
-    if (!stopped_) return;
+    if (work_) return;
     work_.emplace(io_.get_executor());
-    stopped_ = false;
     // A turn already waiting in Asio's set alone (stopped) returns, to wait for both.
     reactor_.interrupt();
 }
 
 void poller::stop() noexcept {
-    stopped_ = true;
     work_.reset();
 }
 
 void poller::turn(long usec,
                   boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops) {
-    if (stopped_) {
+    if (!work_) {
         reactor_.run(usec, ops); // Asio's set alone: the sockets' events wait for a start()
         return;
     }
@@ -233,14 +228,11 @@ void poller::turn(long usec,
         timeout = static_cast<int>(std::min<long>((usec - 1) / 1000 + 1, INT_MAX));
     const int n = ::epoll_wait(epoll_, events_.data(), static_cast<int>(events_.size()), timeout);
     if (n <= 0) return;
-    bool asio = false;
-    for (int i = 0; i < n; ++i) {
-        if (events_[i].data.ptr != &asio_set) continue;
-        events_[i].data.ptr = nullptr; // not an owner's: dispatch() skips it
-        asio = true;
-    }
-    // Asio's timers and its own descriptors, whose handlers run after this turn's events.
-    if (asio) reactor_.run(0, ops);
+    // Asio's set (the one event without an owner): its timers and its own descriptors, whose
+    // handlers run after this turn's events. dispatch() skips the event, as a forgotten one.
+    if (std::any_of(events_.begin(), events_.begin() + n,
+                    [](const epoll_event& e) { return e.data.ptr == nullptr; }))
+        reactor_.run(0, ops);
     dispatch(n);
 }
 

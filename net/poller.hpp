@@ -178,8 +178,8 @@ private:
     boost::asio::detail::epoll_reactor& reactor_;
     boost::asio::detail::scheduler& scheduler_;
     loop_task task_{*this};
-    /// Keeps the io_context's run() from returning while started (the sockets' events are not
-    /// work Asio counts).
+    /// Held while started: keeps the io_context's run() from returning (the sockets' events are
+    /// not work Asio counts).
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
     tagged_handler tagged_;
     std::array<epoll_event, 512> events_{};
@@ -191,7 +191,6 @@ private:
     /// Per event of the batch, with sends_: where its owner read, and the answer.
     std::unique_ptr<io_batch::read_target[]> targets_;
     std::unique_ptr<long[]> read_;
-    bool stopped_ = true;
     bool sends_posted_ = false; ///< a send_deferred() is queued on the io_context
 };
 
