@@ -250,6 +250,47 @@ TEST(BinaryTest, ABurstOfStopSignalsEndsTheProcessWithExitZero) {
     }
 }
 
+TEST(BinaryTest, ASecondStopSignalEndsADrainHeldOpenByARequestAtOnce) {
+    // The operator's second Ctrl-C: the first starts a drain that a request cut mid-header
+    // would hold for the whole drain_timeout; the second stops every worker's loop from the
+    // main thread (io_context::stop()), which must wake a loop blocked in its wait.
+    const std::uint16_t port = free_port();
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        const std::string listen = "127.0.0.1:" + std::to_string(port);
+        ::execl(TARRY_BINARY, TARRY_BINARY, "--listen", listen.c_str(), "--workers", "2",
+                "--drain-timeout", "60s", "--log-level", "error", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    std::unique_ptr<test_client> c;
+    for (int i = 0; i < 200; ++i) { // up to 10 s for the child to listen
+        c = std::make_unique<test_client>(port);
+        if (c->connected()) break;
+        std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_TRUE(c && c->connected());
+    ASSERT_TRUE(c->send("GET / HTTP/1.1\r\nHost: t\r\n")); // and nothing more
+    std::this_thread::sleep_for(100ms);
+    ::kill(pid, SIGTERM);
+    std::this_thread::sleep_for(300ms);
+    int st = 0;
+    EXPECT_EQ(::waitpid(pid, &st, WNOHANG), 0) << "the drain waits for the request";
+    const auto second = std::chrono::steady_clock::now();
+    ::kill(pid, SIGTERM);
+    pid_t ended = 0;
+    while ((ended = ::waitpid(pid, &st, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() - second < 10s)
+        std::this_thread::sleep_for(10ms);
+    if (ended == 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &st, 0);
+        FAIL() << "still draining 10 s after the second signal";
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - second, 3s);
+    EXPECT_TRUE(WIFEXITED(st)) << "ended by signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
 std::string slurp(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::stringstream ss;
