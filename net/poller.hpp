@@ -5,11 +5,18 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-// After io_context.hpp, which they need: Asio's reactor (epoll) and scheduler, whose task the
-// poller becomes.
-#include <boost/asio/detail/epoll_reactor.hpp>
+// After io_context.hpp, which they need: Asio's reactor (epoll), which waits on the poller's set
+// in the nested mode, and its scheduler, whose task the poller becomes in the task mode.
+#include <boost/asio/detail/reactor.hpp>
+// Set by CMake (the TARRY_POLLER_TASK option) for every user of tarry_net, as the class's layout
+// depends on it.
+#ifndef TARRY_POLLER_TASK
+#define TARRY_POLLER_TASK 1
+#endif
+#if TARRY_POLLER_TASK
 #include <boost/asio/detail/scheduler.hpp>
 #include <boost/asio/detail/scheduler_task.hpp>
+#endif
 
 #include <array>
 #include <cstdint>
@@ -50,7 +57,8 @@ protected:
 /// reactor as the io_context's task (what its scheduler runs when the handlers run out, to wait
 /// for more), and Asio's own epoll set (timers, posted work from other threads) sits inside the
 /// poller's. A turn of the loop is one epoll_wait for both: the sockets' events are dispatched
-/// at once, and Asio's reactor runs only in the turns where its set is ready.
+/// at once, and Asio's reactor runs only in the turns where its set is ready. That is the task
+/// mode, the default; the nested mode below does the same work through Asio's public interface.
 ///
 /// Why not an Asio socket per connection: Asio's async_wait re-registers the descriptor with
 /// epoll_ctl on every wait (its guard against lost edges), a third system call per request
@@ -62,12 +70,27 @@ protected:
 /// or a short read), which is all edge-triggered epoll asks. Closing the descriptor unregisters
 /// it.
 ///
-/// Why the poller is the task, rather than a descriptor Asio waits on (as it once was): nested
-/// that way, every socket's wake-up went on to wake Asio's set, and every turn made two waits,
-/// Asio's and then the poller's, at about a microsecond each on this project's machines
-/// (load/README.md, "One wait per turn"). Asio 1.81 has no public way to give a scheduler
-/// another task, or to learn its reactor's epoll descriptor: poller.cpp reaches the two private
-/// members it needs (checked by the compiler against the Boost it builds with).
+/// Why the poller is the task, rather than a descriptor Asio waits on: nested that way, every
+/// socket's wake-up goes on to wake Asio's set, and every turn makes two waits, Asio's and then
+/// the poller's, at about a microsecond each on this project's machines (load/README.md, "One
+/// wait per turn"). Asio 1.81 has no public way to give a scheduler another task, or to learn
+/// its reactor's epoll descriptor: poller.cpp reaches the two private members it needs, and
+/// refuses to build on a Boost other than the one it was checked against (its #error lists
+/// what to re-check).
+///
+/// The nested mode (mode::nested) is that other way, kept for a Boost the task mode was not
+/// checked against, and to tell the two apart when something goes wrong: the poller's epoll
+/// descriptor is registered with Asio's reactor, and waited on by an operation of the reactor's
+/// own (ready_op), not by async_wait, whose epoll_ctl per wait would come back once per turn of
+/// the loop (6% of a proxied request's CPU, load/README.md, "The poller's own wait"). Its edges
+/// are enough because the wait is queued only right after a dispatch that drained the set,
+/// inside the same handler (or, after a stop and a start, ahead of the dispatch that start()
+/// posts): an edge Asio takes while no wait is queued is always followed by such a drain, and
+/// one that comes after the drain stays in Asio's epoll set until the wait is there. The
+/// CMake option TARRY_POLLER_TASK=OFF builds the nested mode alone, with none of Asio's
+/// private members reached; in a default build TARRY_POLLER_NESTED=1 in the environment picks
+/// it for the pollers made from then on (default_mode()). Everything else, the batches, reads
+/// and sends with io_uring, forget(), stop() and start(), is the same in both.
 ///
 /// An owner may be closed while events for it sit in the batch being dispatched: either it is
 /// not freed inside a batch (client connections free themselves through a posted handler), or
@@ -94,17 +117,32 @@ public:
         void (*done)(void* owner, std::uint32_t events, long result) noexcept;
     };
 
-    /// Becomes `io`'s task: made before `io` runs, one per io_context (std::logic_error for a
-    /// second).
+    /// How the loop waits for the poller's set (see above).
+    enum class mode {
+        task,   ///< the io_context's task, Asio's set nested in the poller's: one wait per turn
+        nested, ///< a descriptor in Asio's reactor, waited on through its public interface
+    };
+    /// The mode of a poller made now: nested in a build without the task mode
+    /// (TARRY_POLLER_TASK=OFF) or with TARRY_POLLER_NESTED set (and not to 0) in the
+    /// environment, read as each poller is made (as TARRY_IO_URING is); the task otherwise.
+    static mode default_mode() noexcept;
+
+    /// Made before `io` runs, one per io_context. In the task mode it becomes `io`'s task
+    /// (std::logic_error for a second such poller); mode::task in a build without it:
+    /// std::invalid_argument.
     explicit poller(boost::asio::io_context& io, tagged_handler tagged = nullptr,
-                    const tagged_reads* reads = nullptr);
+                    const tagged_reads* reads = nullptr, mode how = default_mode());
     poller(const poller&) = delete;
     poller& operator=(const poller&) = delete;
-    /// Gives the io_context its reactor back as its task. The handlers the poller posted
-    /// (deferred sends) point at it: the io_context must not run them after this, so a poller
-    /// goes once its io_context no longer runs (a worker: stop(), a last poll(), then this, then
-    /// the io_context, whose destructor drops what is still queued without running it).
+    /// Gives the io_context its reactor back as its task (nested: takes the descriptor out of
+    /// the reactor, and a wait still queued there frees itself). The handlers the poller posted
+    /// (deferred sends, the nested mode's dispatches) point at it: the io_context must not run
+    /// them after this, so a poller goes once its io_context no longer runs (a worker: stop(), a
+    /// last poll(), then this, then the io_context, whose destructor drops what is still queued
+    /// without running it).
     ~poller();
+
+    [[nodiscard]] mode how() const noexcept { return mode_; }
 
     /// Registers `fd` for `events`, edge-triggered. Returns false (errno set) on failure.
     bool add(int fd, pollable& owner, std::uint32_t events) noexcept;
@@ -119,7 +157,8 @@ public:
     static void forget(const pollable& owner) noexcept;
 
     /// From now on the io_context's turns wait for the sockets too and dispatch their events
-    /// (the ones that came before first), and its run() does not return until stop().
+    /// (the ones that came before first), and its run() does not return until stop(). (Nested:
+    /// the first dispatch is posted, and the wait is queued in Asio's reactor after it.)
     void start();
     /// The sockets' events wait, undispatched, until a start(); run() returns once nothing else
     /// is pending.
@@ -143,6 +182,9 @@ public:
     [[nodiscard]] timeouts::clock::time_point reaped() const noexcept { return reaped_; }
 
 private:
+    class ready_op;
+
+#if TARRY_POLLER_TASK
     /// What Asio's scheduler runs as its task: a turn of the poller's loop.
     class loop_task final : public boost::asio::detail::scheduler_task {
     public:
@@ -159,12 +201,27 @@ private:
         poller& poller_;
     };
 
-    bool add(int fd, void* data, std::uint32_t events) noexcept;
+    /// The task mode: takes the scheduler's task, and nests Asio's set in the poller's.
+    void become_task();
     /// Waits up to `usec` (-1: until something comes, 0: not at all) for the sockets and
     /// Asio's set, dispatches the sockets' events, and leaves what Asio's reactor completes in
     /// `ops`.
     void turn(long usec,
               boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops);
+#endif
+
+    /// The nested mode: registers the poller's set with Asio's reactor.
+    void nest();
+    /// Nested: queues the wait for the epoll descriptor's next edge (once).
+    void wait() noexcept;
+    /// Nested: dispatches what the set holds, then waits again (or, when batches were full,
+    /// comes back after Asio's other work).
+    void ready();
+    /// Nested: takes and dispatches batches until one is not full (at most a few); true if it
+    /// stopped with events possibly left (every batch full).
+    bool drain();
+
+    bool add(int fd, void* data, std::uint32_t events) noexcept;
     /// Dispatches the batch of `n` events just taken.
     void dispatch(int n);
     void send_deferred() noexcept;
@@ -175,9 +232,15 @@ private:
 
     boost::asio::io_context& io_;
     int epoll_ = -1;
-    boost::asio::detail::epoll_reactor& reactor_;
+    boost::asio::detail::reactor& reactor_;
+#if TARRY_POLLER_TASK
     boost::asio::detail::scheduler& scheduler_;
     loop_task task_{*this};
+#endif
+    mode mode_;
+    /// Nested: the poller's descriptor in Asio's reactor, and the wait queued there.
+    boost::asio::detail::reactor::per_descriptor_data reactor_data_ = nullptr;
+    ready_op* wait_op_ = nullptr; ///< freed here, or by Asio when it still holds it as this goes
     /// Held while started: keeps the io_context's run() from returning (the sockets' events are
     /// not work Asio counts).
     std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;

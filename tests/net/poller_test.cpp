@@ -1,8 +1,10 @@
 // The worker's edge-triggered poller on socket pairs: edges reach their owner once, tagged
 // owners reach the tagged handler, an owner forgotten in the middle of a batch is told nothing
 // more from it, pollables' reads made with the batch land in the space lent to them, a stopped
-// poller keeps its events for the next start, and the one wait of the loop wakes for Asio's
-// timers, posts and stop too, a timer on time even while the sockets keep every turn busy.
+// poller keeps its events for the next start, and the loop wakes for Asio's timers, posts and
+// stop too, a timer on time even while the sockets keep every turn busy. Each in both of the
+// poller's modes (the io_context's task, and a descriptor nested in Asio's reactor) that the
+// build has.
 #include <tarry/net/poller.hpp>
 
 #include "socket_pair.hpp"
@@ -13,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <memory>
@@ -69,12 +72,24 @@ struct reader final : pollable {
     }
 };
 
-class PollerTest : public ::testing::Test {
+/// The modes this build has.
+const auto modes = ::testing::Values(
+#if TARRY_POLLER_TASK
+    poller::mode::task,
+#endif
+    poller::mode::nested);
+
+std::string mode_name(const ::testing::TestParamInfo<poller::mode>& info) {
+    return info.param == poller::mode::task ? "Task" : "Nested";
+}
+
+class PollerTest : public ::testing::TestWithParam<poller::mode> {
 protected:
     boost::asio::io_context io;
-    poller p{io, [](void* o, std::uint32_t events) noexcept {
-                 static_cast<owner*>(o)->on_events(events);
-             }};
+    poller p{
+        io,
+        [](void* o, std::uint32_t events) noexcept { static_cast<owner*>(o)->on_events(events); },
+        nullptr, GetParam()};
 
     PollerTest() { p.start(); }
     void run_ready() {
@@ -86,7 +101,7 @@ protected:
     }
 };
 
-TEST_F(PollerTest, AnEdgeReachesItsOwnerOnceUntilTheNextOne) {
+TEST_P(PollerTest, AnEdgeReachesItsOwnerOnceUntilTheNextOne) {
     socket_pair s;
     owner o;
     ASSERT_TRUE(p.add(s.fd[0], o, EPOLLIN | EPOLLRDHUP));
@@ -101,7 +116,7 @@ TEST_F(PollerTest, AnEdgeReachesItsOwnerOnceUntilTheNextOne) {
     EXPECT_EQ(o.told, 2);
 }
 
-TEST_F(PollerTest, TaggedOwnersGoToTheTaggedHandlerForInputAndOutput) {
+TEST_P(PollerTest, TaggedOwnersGoToTheTaggedHandlerForInputAndOutput) {
     socket_pair s;
     alignas(8) owner o;
     ASSERT_TRUE(p.add_tagged(s.fd[0], &o));
@@ -114,7 +129,7 @@ TEST_F(PollerTest, TaggedOwnersGoToTheTaggedHandlerForInputAndOutput) {
     EXPECT_NE(o.last & EPOLLIN, 0U);
 }
 
-TEST_F(PollerTest, AnOwnerForgottenMidBatchIsToldNothingMoreFromIt) {
+TEST_P(PollerTest, AnOwnerForgottenMidBatchIsToldNothingMoreFromIt) {
     socket_pair s1;
     socket_pair s2;
     owner o1;
@@ -139,7 +154,7 @@ TEST_F(PollerTest, AnOwnerForgottenMidBatchIsToldNothingMoreFromIt) {
     EXPECT_EQ(o1.told + o2.told, 3);
 }
 
-TEST_F(PollerTest, PollablesReadWithTheBatchIntoTheSpaceLentAndNeverMoreThanTheirShare) {
+TEST_P(PollerTest, PollablesReadWithTheBatchIntoTheSpaceLentAndNeverMoreThanTheirShare) {
     if (!p.batching()) GTEST_SKIP() << "no io_uring here: pollables read for themselves";
     socket_pair s1;
     socket_pair s2;
@@ -181,7 +196,7 @@ TEST_F(PollerTest, PollablesReadWithTheBatchIntoTheSpaceLentAndNeverMoreThanThei
     EXPECT_EQ(big.got, "0123456789abcdef");
 }
 
-TEST_F(PollerTest, APollableForgottenMidBatchHasItsReadDroppedAndIsToldNothing) {
+TEST_P(PollerTest, APollableForgottenMidBatchHasItsReadDroppedAndIsToldNothing) {
     if (!p.batching()) GTEST_SKIP() << "no io_uring here: pollables read for themselves";
     socket_pair s1;
     socket_pair s2;
@@ -201,7 +216,7 @@ TEST_F(PollerTest, APollableForgottenMidBatchHasItsReadDroppedAndIsToldNothing) 
     EXPECT_EQ(r1.ahead + r2.ahead, 1);
 }
 
-TEST_F(PollerTest, AStoppedPollerKeepsItsEventsForTheNextStart) {
+TEST_P(PollerTest, AStoppedPollerKeepsItsEventsForTheNextStart) {
     socket_pair s;
     owner o;
     ASSERT_TRUE(p.add(s.fd[0], o, EPOLLIN));
@@ -218,16 +233,18 @@ TEST_F(PollerTest, AStoppedPollerKeepsItsEventsForTheNextStart) {
     EXPECT_EQ(o.told, 2);
 }
 
-TEST(PollerLoop, TimersPostsFromOtherThreadsAndStopWakeTheOneWait) {
+class PollerLoop : public ::testing::TestWithParam<poller::mode> {};
+
+TEST_P(PollerLoop, TimersPostsFromOtherThreadsAndStopWakeTheWait) {
     boost::asio::io_context io;
-    poller p{io};
+    poller p{io, nullptr, nullptr, GetParam()};
     socket_pair s;
     owner o;
     ASSERT_TRUE(p.add(s.fd[0], o, EPOLLIN));
     p.start();
-    std::thread loop([&] { io.run(); }); // blocked in the poller's wait from here on
+    std::thread loop([&] { io.run(); }); // blocked in the loop's wait from here on
 
-    // A timer: Asio's set, nested in the poller's, wakes the wait.
+    // A timer: Asio's set (task mode: nested in the poller's) wakes the wait.
     std::promise<void> fired;
     boost::asio::steady_timer t(io, 20ms);
     t.async_wait([&](boost::system::error_code) { fired.set_value(); });
@@ -250,12 +267,12 @@ TEST(PollerLoop, TimersPostsFromOtherThreadsAndStopWakeTheOneWait) {
     EXPECT_EQ(o.told, 1);
 }
 
-TEST(PollerLoop, ATimerFiresOnTimeWhileSocketsKeepEveryTurnBusy) {
+TEST_P(PollerLoop, ATimerFiresOnTimeWhileSocketsKeepEveryTurnBusy) {
     // Sixty-four sockets that are ready again as soon as they are told (each reads its byte
-    // and its far end writes another): every turn of the loop has events, and Asio's set,
-    // nested in the poller's, must still get its turn for the timer.
+    // and its far end writes another): every turn of the loop has events, and Asio's set
+    // (task mode: nested in the poller's) must still get its turn for the timer.
     boost::asio::io_context io;
-    poller p{io};
+    poller p{io, nullptr, nullptr, GetParam()};
     constexpr int pairs = 64;
     std::vector<std::unique_ptr<socket_pair>> s;
     std::vector<std::unique_ptr<owner>> o;
@@ -291,11 +308,13 @@ TEST(PollerLoop, ATimerFiresOnTimeWhileSocketsKeepEveryTurnBusy) {
     EXPECT_GT(told, pairs) << "the sockets were busy meanwhile";
 }
 
-TEST(PollerLoop, APollerGoneGivesAsioItsReactorBackAndThereIsOnePerContext) {
+TEST_P(PollerLoop, APollerGoneGivesAsioItsReactorBackAndThereIsOnePerContext) {
     boost::asio::io_context io;
     {
-        poller p{io};
-        EXPECT_THROW(poller{io}, std::logic_error);
+        poller p{io, nullptr, nullptr, GetParam()};
+        if (GetParam() == poller::mode::task) {
+            EXPECT_THROW((poller{io, nullptr, nullptr, poller::mode::task}), std::logic_error);
+        }
         p.start();
         io.poll();
     }
@@ -305,8 +324,62 @@ TEST(PollerLoop, APollerGoneGivesAsioItsReactorBackAndThereIsOnePerContext) {
     io.restart();
     io.run_for(2s);
     EXPECT_TRUE(fired);
-    EXPECT_NO_THROW(poller{io});
+    EXPECT_NO_THROW((poller{io, nullptr, nullptr, GetParam()}));
 }
+
+TEST_P(PollerTest, AStopAndAStartBeforeTheAbortedWaitComesBackKeepTheWait) {
+    socket_pair s;
+    owner o;
+    ASSERT_TRUE(p.add(s.fd[0], o, EPOLLIN));
+    run_ready(); // nested: the wait is queued in Asio's reactor
+    p.stop();
+    p.start(); // before the aborted wait has come back
+    run_ready();
+    s.say("a");
+    run_ready();
+    EXPECT_EQ(o.told, 1);
+}
+
+TEST_P(PollerLoop, APollerGoneWithItsWaitQueuedLeavesNothingBehind) {
+    boost::asio::io_context io;
+    {
+        poller gone{io, nullptr, nullptr, GetParam()};
+        gone.start();
+        io.poll(); // nested: its wait is queued in Asio's reactor
+    } // nested: the queued wait comes back aborted, after it: freed then (ASan would tell)
+    io.restart();
+    io.poll();
+    socket_pair s;
+    owner o;
+    poller p{io, nullptr, nullptr, GetParam()};
+    ASSERT_TRUE(p.add(s.fd[0], o, EPOLLIN));
+    p.start();
+    s.say("b");
+    for (int i = 0; i < 1000 && o.told == 0; ++i) {
+        io.restart();
+        io.run_for(2ms);
+    }
+    EXPECT_EQ(o.told, 1);
+}
+
+TEST(PollerMode, TheEnvironmentPicksTheNestedMode) {
+    ::setenv("TARRY_POLLER_NESTED", "1", 1);
+    EXPECT_EQ(poller::default_mode(), poller::mode::nested);
+    boost::asio::io_context io;
+    poller p{io};
+    EXPECT_EQ(p.how(), poller::mode::nested);
+    ::setenv("TARRY_POLLER_NESTED", "0", 1);
+#if TARRY_POLLER_TASK
+    EXPECT_EQ(poller::default_mode(), poller::mode::task);
+#else
+    EXPECT_EQ(poller::default_mode(), poller::mode::nested);
+    EXPECT_THROW((poller{io, nullptr, nullptr, poller::mode::task}), std::invalid_argument);
+#endif
+    ::unsetenv("TARRY_POLLER_NESTED");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, PollerTest, modes, mode_name);
+INSTANTIATE_TEST_SUITE_P(Modes, PollerLoop, modes, mode_name);
 
 } // namespace
 } // namespace tarry::net
