@@ -2,18 +2,14 @@
 
 #include "access_log.hpp"
 #include "client_kinds.hpp"
+#include "client_protocol.hpp"
 
 #include <tarry/timeouts/timeout_registry.hpp>
 
 #include <boost/asio/post.hpp>
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -22,33 +18,10 @@ namespace {
 
 using timeouts::timeout_registry;
 
-// A free list of the buffers of connections that are mid-request. Bounded, so a burst does not
-// pin memory for ever.
-using io_states = http::recycler<io_state, 256>;
-
-constexpr std::size_t max_sendfile_chunk = 256 << 10;
-/// A read buffer starts this small and grows, doubling, only for a header that needs it (as
-/// nginx's client_header_buffer_size, then large buffers): a flood of connections that each
-/// sent a byte costs a kilobyte apiece, not a whole header's worth.
-constexpr std::size_t initial_in_bytes = 1024;
-/// Bytes of a file body sent in one pass before yielding to the worker's other connections: on
-/// loopback a fresh socket accepts megabytes, and sending them all at once stalls everyone else.
-constexpr std::uint64_t file_bytes_per_pass = 1 << 20;
-/// The most a tunnel's read buffer grows to during a burst.
-constexpr std::size_t tunnel_in_bytes = 64 << 10;
-/// An output buffer larger than this is freed, not kept, when the connection goes quiet.
-constexpr std::size_t kept_out_bytes = 16 << 10;
-/// A file over TLS is read into the output this much at a time (four full records).
-constexpr std::size_t tls_file_piece = 64 << 10;
-
 /// A steady-clock reading in milliseconds, modulo 2^32: differences stay right for 49 days.
 std::uint32_t clock_ms(timeouts::clock::time_point t) noexcept {
     return static_cast<std::uint32_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
-}
-
-bool is_reset(int err) noexcept {
-    return err == ECONNRESET || err == EPIPE || err == ETIMEDOUT;
 }
 
 } // namespace
@@ -58,9 +31,9 @@ bool is_reset(int err) noexcept {
 static_assert(sizeof(connection) <= 184, "an idle connection fits a 192-byte chunk");
 
 connection::connection(const connection_context& ctx, int fd, bool proxy_protocol, bool tls)
-    : fd_(fd), ctx_(ctx), idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
-      session_(ctx.settings.session, this), proxy_header_(proxy_protocol), tls_(tls),
-      handshaking_(tls) {
+    : client_io(ctx, fd, tls),
+      idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
+      session_(ctx.settings.session, this), proxy_header_(proxy_protocol) {
     if (tls) phase_ = conn_phase::handshake;
 }
 
@@ -74,7 +47,7 @@ void connection::start() {
     m.phases[static_cast<std::size_t>(phase_)].add();
     ctx_.date.hold();
     if (tls_) {
-        tls::stream& s = ctx_.tls[this]; // may throw: the caller closes us
+        tls::stream& s = ctx_.tls.open(fd_); // may throw: the caller closes us
         if (!ctx_.settings.tls || !s.start(ctx_.settings.tls, fd_)) {
             close(close_reason::error);
             return;
@@ -89,94 +62,51 @@ void connection::start() {
     born_ms_ = clock_ms(idle_.enrolled() ? idle_.idle_start() : timeouts::clock::now());
 }
 
-void connection::note(std::uint32_t events) noexcept {
-    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) readable_ = true;
-    // After a hang-up no edge will ever come again: read until recv reports it.
-    if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) hung_up_ = true;
-    if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) writable_ = true;
-}
-
 void connection::on_events(std::uint32_t events) noexcept {
     note(events);
     if (closed_ || !((want_read_ && readable_) || (want_write_ && writable_))) return;
-    want_read_ = want_write_ = false;
-    try {
-        drive();
-    } catch (...) {
-        close(close_reason::error); // out of memory mid-request
-    }
+    run_drive();
 }
 
-const net::poller::tagged_reads connection::reads{&connection::read_target,
-                                                  &connection::read_landed, &connection::read_done};
-
-void connection::read_landed(void* c, long result) noexcept {
-    auto* self = static_cast<connection*>(c);
-    if (result > 0 && !self->closed_) self->io_->in_len = static_cast<std::uint32_t>(result);
-}
-
-net::io_batch::read_target connection::read_target(void* c, std::uint32_t events) noexcept {
-    // Only the plain case: a connection that waits for input and holds none (so its first
-    // recv in drive() would be this one, at the start of its buffer). A TLS record, a tunnel's
-    // growing buffer, a lingering close and bytes held already read as before.
-    auto* self = static_cast<connection*>(c);
-    if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) == 0 || self->closed_ ||
-        !self->want_read_ || self->tls_ || self->phase_ == conn_phase::linger ||
-        self->in_len() != 0 || self->session_.tunneling())
-        return {};
-    try {
-        io_state& io = self->io();
-        if (io.in.size() < initial_in_bytes) io.in.resize(initial_in_bytes);
-        return {self->fd_, io.in.data(), io.in.size()};
-    } catch (...) {
-        return {}; // out of memory: its own read fails the same way
-    }
-}
-
-void connection::read_done(void* c, std::uint32_t events, long result) noexcept {
-    static_cast<connection*>(c)->on_read_ahead(events, result);
-}
-
-void connection::on_read_ahead(std::uint32_t events, long result) noexcept {
-    // What read_some() does after its recv(2), for the recv the batch made.
-    note(events);
-    if (closed_) return; // closed by an earlier event of the batch: the bytes went with it
-    bool got = true;
-    if (result > 0) {
-        const io_state& io = *io_; // read_landed() counted the bytes in
-        ctx_.metrics.received_bytes.add(result);
-        if (static_cast<std::size_t>(result) < io.in.size() && !hung_up_) readable_ = false;
-    } else if (result == 0) {
-        peer_eof_ = true;
-    } else if (result == -EAGAIN || result == -EWOULDBLOCK) {
-        readable_ = false;
-        got = false;
-        // An edge with nothing behind it: an idle connection holds no buffer.
-        if (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent) release_buffers();
-    } else if (result == -EINTR) {
-        got = false; // still readable: drive() reads
-    } else {
-        close(is_reset(static_cast<int>(-result)) ? close_reason::client_close
-                                                  : close_reason::error);
+void connection::on_read(read_status s) noexcept {
+    // The batch's read, taken (client_io::took_read) as drive()'s own would be.
+    if (s == read_status::failed) return;
+    // An edge with nothing behind it: an idle connection holds no buffer.
+    if (s == read_status::none && !readable_ &&
+        (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent))
+        release_buffers(false);
+    if (!((want_read_ && (s == read_status::got || readable_)) || (want_write_ && writable_)))
         return;
-    }
-    if (!((want_read_ && (got || readable_)) || (want_write_ && writable_))) return;
-    want_read_ = want_write_ = false;
+    run_drive();
+}
+
+void connection::on_sent(send_status s) noexcept {
+    // The batch's send, taken (client_io::took_send) as drive()'s own would be: its phase and
+    // timeout are decided now.
     try {
-        drive();
+        switch (s) {
+        case send_status::blocked:
+            wait(true);
+            return;
+        case send_status::all:
+            written();
+            run_drive();
+            return;
+        case send_status::again:
+            run_drive(); // in the next batch
+            return;
+        case send_status::failed:
+        case send_status::queued:
+            return;
+        }
     } catch (...) {
-        close(close_reason::error); // out of memory mid-request
+        close(close_reason::error); // out of memory for a timeout list
     }
 }
 
-io_state& connection::io() {
-    if (!io_) {
-        io_ = io_states::take();
-        io_->request_start = ctx_.poll.reaped(); // the first byte of a request is here
-        io_->measured = session_.requests();
-        io_->written_at = {};
-    }
-    return *io_;
+void connection::written() noexcept {
+    measure_written();
+    session_.output_drained();
 }
 
 std::string& connection::output() {
@@ -188,7 +118,7 @@ std::string_view connection::date() noexcept {
 }
 
 void connection::release_kept() noexcept {
-    io_states::release();
+    client_io::release_kept();
     http::session::release_kept();
     tls::stream::release_kept();
 }
@@ -311,16 +241,31 @@ void connection::drive(bool fresh) {
         // A tunnel's two directions are independent: while its output waits for the client to
         // read, it still reads what the client sends (the send timeout watches the output).
         bool out_waiting = false;
-        if (io_ && io_->out_off < io_->out.size()) {
-            if (!write_pending()) {
-                if (closed_ || !session_.tunneling()) return;
-                out_waiting = true;
-            } else {
-                measure_written();
-                session_.output_drained();
+        if (output_waiting()) {
+            const bool in_batch = sending_;
+            switch (write_pending()) {
+            case send_status::all:
+                written();
                 fresh = true;
                 continue;
+            case send_status::queued:
+                // Answered from an idle phase (its next phase is decided when the batch has
+                // sent this): no longer the oldest idle connection, which pressure would take.
+                // (A clock read: a list's times never go back, and other entries were touched
+                // since the batch's reading.)
+                if (!in_batch &&
+                    (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent))
+                    timeout_registry::touch(idle_);
+                break;
+            case send_status::blocked:
+                wait(true);
+                break;
+            case send_status::again: // (not from write_pending(): it sends again itself)
+            case send_status::failed:
+                break;
             }
+            if (closed_ || !session_.tunneling()) return;
+            out_waiting = true;
         }
         if (!out_waiting && session_.take_output_shutdown())
             shutdown_output(); // a tunnel's half-close, once its output is all out
@@ -342,7 +287,7 @@ void connection::drive(bool fresh) {
             // whole that a handler is still answering gets its answer, and so does each
             // request pipelined behind it, in turn; the last says Connection: close, then the
             // connection closes. A request cut short (in its header or body) is an abort.
-            if (session_.answering() && session_.current_phase() == http::session::phase::waiting) {
+            if (session_.answering() && waits_for(session_) == protocol_wait::answer) {
                 if (in_len() == 0) session_.retire();
                 wait(out_waiting); // the handler's wake() drives the rest
                 return;
@@ -356,8 +301,8 @@ void connection::drive(bool fresh) {
             return;
         }
         if (io_ && io_->in_len != 0 && io_->in_len == io_->in.size() &&
-            session_.current_phase() != http::session::phase::headers &&
-            (session_.body_paused() || session_.current_phase() == http::session::phase::waiting)) {
+            (waits_for(session_) == protocol_wait::answer ||
+             waits_for(session_) == protocol_wait::paused)) {
             // The handler holds the request and the buffer is full (a paused body, or
             // pipelined requests behind an answer still to come): read again when it is done.
             // (A buffer just taken is empty, size 0: not full. Taken for a tunnel's output, it
@@ -366,90 +311,13 @@ void connection::drive(bool fresh) {
             return;
         }
         const std::size_t had = in_len();
-        if (!read_some()) return;
+        if (read_some() == read_status::failed) return;
         fresh = io_->in_len != had;
         if (phase_ == conn_phase::linger) {
             io_->in_len = 0; // discard what a closing client sends
             fresh = false;
         }
     }
-}
-
-// The plain path stays a bare system call inlined in its caller; TLS goes out of line.
-[[gnu::always_inline]] inline ssize_t connection::recv_some(char* p, std::size_t n) noexcept {
-    if (tls_) [[unlikely]]
-        return tls_recv(p, n);
-    return ::recv(fd_, p, n, 0);
-}
-
-[[gnu::always_inline]] inline ssize_t connection::send_some(const char* p, std::size_t n) noexcept {
-    if (tls_) [[unlikely]]
-        return tls_send(p, n);
-    return ::send(fd_, p, n, MSG_NOSIGNAL);
-}
-
-bool connection::read_some() {
-    io_state& io = this->io();
-    if (io.in.size() < initial_in_bytes) io.in.resize(initial_in_bytes);
-    if (io.in_len == io.in.size()) {
-        // A header (or chunk header) longer than the buffer: grow it, up to a whole header.
-        const std::size_t limit = ctx_.settings.in_buffer_bytes;
-        if (io.in.size() >= limit) {
-            // Cannot happen: the session refuses a header (or trailer) larger than
-            // max_header_bytes, which is below the limit. Never wait on a full buffer, which
-            // would stall the connection until a timeout.
-            close(close_reason::error);
-            return false;
-        }
-        io.in.resize(std::min(limit, io.in.size() * 2));
-    }
-    const std::size_t space = io.in.size() - io.in_len;
-    for (;;) {
-        const ssize_t n = recv_some(io.in.data() + io.in_len, space);
-        if (n > 0) {
-            io.in_len += static_cast<std::uint32_t>(n);
-            ctx_.metrics.received_bytes.add(n);
-            // A tunnel's bytes are taken as they come: one that fills the buffer is a burst, and
-            // the next read gets twice the room (given back when the tunnel goes quiet).
-            if (static_cast<std::size_t>(n) == space && session_.tunneling() &&
-                io.in.size() < tunnel_in_bytes)
-                io.in.resize(io.in.size() * 2);
-            // A short read emptied the socket: the next bytes raise a new edge (unless the
-            // peer hung up, which raises none: then read on until recv says so; nor does an
-            // end or an error TLS read behind these bytes, such as a close_notify in the
-            // request's segment).
-            if (static_cast<std::size_t>(n) < space && !hung_up_ &&
-                !(tls_ && tls_stream().end_waiting()))
-                readable_ = false;
-            return true;
-        }
-        if (n == 0) {
-            peer_eof_ = true;
-            return true;
-        }
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            readable_ = false;
-            return true;
-        }
-        close(is_reset(errno)   ? close_reason::client_close
-              : errno == EPROTO ? close_reason::tls
-                                : close_reason::error);
-        return false;
-    }
-}
-
-ssize_t connection::tls_recv(char* p, std::size_t n) noexcept {
-    return tls_stream().recv(fd_, p, n);
-}
-
-ssize_t connection::tls_send(const char* p, std::size_t n) noexcept {
-    return tls_stream().send(fd_, p, n);
-}
-
-void connection::shutdown_output() noexcept {
-    if (tls_ && !handshaking_) tls_stream().close_notify(fd_);
-    ::shutdown(fd_, SHUT_WR);
 }
 
 bool connection::shake() {
@@ -480,11 +348,9 @@ bool connection::shake() {
         // An HTTP request on the TLS port: answered in plain text with 400, as nginx does, and
         // closed lingering, so the client reads the answer.
         m.failures[static_cast<std::size_t>(tls::handshake_failure::plain_http)].add();
-        handshaking_ = false;
-        tls_ = false;
-        ctx_.tls.erase(this);
+        drop_tls();
         readable_ = true;
-        if (!read_some()) return false;
+        if (read_some() == read_status::failed) return false;
         session_.fail(400, io().out, ctx_.date.value());
         enter(conn_phase::header, false);
         return true;
@@ -497,180 +363,31 @@ bool connection::shake() {
     return false;
 }
 
-bool connection::write_pending() {
-    if (sending_) return false; // in the batch already: it says how it went
-    if (writable_) {
-        // Plain output joins the worker's batch of sends; a tunnel's (two directions at once)
-        // and TLS records go in a call of their own.
-        if (ctx_.poll.batching() && !tls_ && !session_.tunneling()) [[likely]] {
-            ctx_.poll.defer_send(this, batch_calls); // (may throw: then not marked as sending)
-            sending_ = true;
-            // Answered from an idle phase (its next phase is decided when the batch has sent
-            // this): no longer the oldest idle connection, which pressure would take. (A clock
-            // read: a list's times never go back, and other entries were touched since the
-            // batch's reading.)
-            if (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent)
-                timeout_registry::touch(idle_);
-            return false;
-        }
-        io_state& io = *io_;
-        for (;;) {
-            const ssize_t n = send_some(io.out.data() + io.out_off, io.out.size() - io.out_off);
-            if (n >= 0) {
-                io.out_off += static_cast<std::uint32_t>(n);
-                ctx_.metrics.sent_bytes.add(n);
-                if (io.out_off < io.out.size()) break; // the send buffer is full
-                io.out.clear();
-                io.out_off = 0;
-                return true;
-            }
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            close(is_reset(errno)   ? close_reason::client_close
-                  : errno == EPROTO ? close_reason::tls
-                                    : close_reason::error);
-            return false;
-        }
-        writable_ = false;
-    }
-    wait(true);
-    return false;
-}
-
-const net::io_batch::owner_calls connection::batch_calls{&connection::batched_output,
-                                                         &connection::batched_sent};
-
-net::io_batch::output connection::batched_output(void* c) noexcept {
-    const auto* self = static_cast<connection*>(c);
-    if (self->closed_ || !self->io_) return {};
-    const io_state& io = *self->io_;
-    return {self->fd_, io.out.data() + io.out_off, io.out.size() - io.out_off};
-}
-
-void connection::batched_sent(void* c, long result, std::size_t asked) noexcept {
-    static_cast<connection*>(c)->sent(result, asked);
-}
-
-void connection::sent(long result, std::size_t asked) noexcept {
-    // What write_pending() does after its send(2), for a send the batch made.
-    sending_ = false;
-    if (closed_) return;
-    try {
-        if (result >= 0) {
-            io_state& io = *io_;
-            io.out_off += static_cast<std::uint32_t>(result);
-            ctx_.metrics.sent_bytes.add(result);
-            if (static_cast<std::size_t>(result) < asked) { // the send buffer is full
-                writable_ = false;
-                wait(true);
-                return;
-            }
-            if (io.out_off < io.out.size()) {
-                // All of it went, and more was added since the batch asked (another owner's
-                // news, such as a proxy's 502 for this client): it goes in the next batch.
-                run_drive();
-                return;
-            }
-            io.out.clear();
-            io.out_off = 0;
-            measure_written();
-            session_.output_drained();
-            run_drive();
-            return;
-        }
-        if (result == -EAGAIN || result == -EWOULDBLOCK) {
-            writable_ = false;
-            wait(true);
-            return;
-        }
-        if (result == -EINTR) {
-            run_drive(); // again, in the next batch
-            return;
-        }
-        close(is_reset(static_cast<int>(-result)) ? close_reason::client_close
-                                                  : close_reason::error);
-    } catch (...) {
-        close(close_reason::error); // out of memory for a timeout list
-    }
-}
-
-void connection::nodelay() noexcept {
-    // As nginx does: only a connection that is kept alive needs Nagle off (its next small
-    // response must not wait for an ACK of the last); a one-request connection is flushed by
-    // close() anyway, so it saves the system call.
-    if (nodelay_) return;
-    nodelay_ = true;
-    const int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
 bool connection::send_file() {
     nodelay(); // the tail of a streamed body must not wait for the client's delayed ACK
-    if (tls_) return stage_file();
     http::file_body& f = session_.file();
-    std::uint64_t sent = 0;
-    while (f.remaining != 0 && writable_) {
-        if (sent >= file_bytes_per_pass) {
+    if (tls_) {
+        if (f.remaining != 0) return stage_file(f); // drive() sends the piece, then the next
+    } else {
+        switch (sendfile_some(f)) {
+        case file_status::done:
+            break;
+        case file_status::yielded:
             // Still writable, so no edge will come: come back through the loop's queue.
             wait(true);
             boost::asio::post(ctx_.io,
                               [self = connection_ptr(this)] { self->on_events(EPOLLOUT); });
             return false;
+        case file_status::blocked:
+            wait(true);
+            return false;
+        case file_status::failed:
+            return false;
         }
-        auto offset = static_cast<off_t>(f.offset);
-        const ssize_t n = ::sendfile(fd_, f.fd.get(), &offset,
-                                     std::min<std::uint64_t>(f.remaining, max_sendfile_chunk));
-        if (n > 0) {
-            f.offset += static_cast<std::uint64_t>(n);
-            f.remaining -= static_cast<std::uint64_t>(n);
-            sent += static_cast<std::uint64_t>(n);
-            ctx_.metrics.sent_bytes.add(n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            writable_ = false;
-            break;
-        }
-        // The file shrank (n == 0) or the socket failed: the length promised cannot be kept.
-        close(n < 0 && is_reset(errno) ? close_reason::client_close : close_reason::error);
-        return false;
-    }
-    if (f.remaining != 0) {
-        wait(true);
-        return false;
     }
     session_.file_done();
     measure_written();
     return true;
-}
-
-bool connection::stage_file() {
-    // No sendfile through TLS without the kernel's (kTLS, absent here): a piece of the file is
-    // read into the output, which drive() sends like any response bytes, then the next piece.
-    http::file_body& f = session_.file();
-    if (f.remaining == 0) {
-        session_.file_done();
-        measure_written();
-        return true;
-    }
-    io_state& io = this->io(); // its output is empty: drive() sends what is queued first
-    const std::size_t piece = std::min<std::uint64_t>(f.remaining, tls_file_piece);
-    io.out.resize(piece);
-    for (;;) {
-        const ssize_t n = ::pread(f.fd.get(), io.out.data(), piece, static_cast<off_t>(f.offset));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            io.out.clear();
-            close(close_reason::error); // the file shrank: the length promised cannot be kept
-            return false;
-        }
-        io.out.resize(static_cast<std::size_t>(n));
-        io.out_off = 0;
-        f.offset += static_cast<std::uint64_t>(n);
-        f.remaining -= static_cast<std::uint64_t>(n);
-        return true;
-    }
 }
 
 void connection::finish() {
@@ -679,7 +396,7 @@ void connection::finish() {
     // with RST and could destroy the response in flight: half-close, and read until the client
     // closes, lingering_timeout passes between two reads, or lingering_time in all.
     if (phase_ == conn_phase::linger) return; // lingering already: until EOF or a deadline
-    if (in_len() == 0 && !session_.discarding()) {
+    if (in_len() == 0 && waits_for(session_) != protocol_wait::discard) {
         close(close_reason::done);
         return;
     }
@@ -699,12 +416,12 @@ void connection::wait(bool writable) {
         enter(handshaking_ ? conn_phase::handshake : conn_phase::send, !handshaking_);
     } else if (phase_ == conn_phase::linger) {
         enter(conn_phase::linger, true);
-    } else if (session_.body_paused() ||
-               session_.current_phase() == http::session::phase::waiting) {
+    } else if (const protocol_wait w = waits_for(session_);
+               w == protocol_wait::answer || w == protocol_wait::paused) {
         enter(conn_phase::waiting, false); // the handler has it: its own timeouts bound it
-        if (session_.tunneling()) release_buffers(); // a quiet tunnel holds no buffer
-    } else if (session_.current_phase() == http::session::phase::body) {
-        enter(session_.discarding() ? conn_phase::discard : conn_phase::body, true);
+        if (session_.tunneling()) release_buffers(false); // a quiet tunnel holds no buffer
+    } else if (w != protocol_wait::input) {
+        enter(w == protocol_wait::discard ? conn_phase::discard : conn_phase::body, true);
     } else if (in_len() != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
         enter(conn_phase::header, answered); // a total from the request's first byte
     } else if (handshaking_) [[unlikely]] {
@@ -713,7 +430,7 @@ void connection::wait(bool writable) {
         enter(conn_phase::silent, false); // from accept: empty lines do not move it
     } else {
         enter(conn_phase::keep_alive, answered);
-        release_buffers(); // idle: hold nothing but the socket
+        release_buffers(false); // idle: hold nothing but the socket
         if (tls_) tls_stream().release();
         nodelay();
     }
@@ -776,12 +493,6 @@ void connection::retire_idle() noexcept {
     } catch (...) {
         // Out of memory for the retired list: it stays where it was, retired all the same.
     }
-}
-
-bool connection::input_waiting() const noexcept {
-    char byte = 0;
-    return in_len() != 0 || (tls_ && !handshaking_ && tls_stream().plaintext_waiting()) ||
-           ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
 }
 
 void connection::leave_timeouts() noexcept {
@@ -865,11 +576,11 @@ void connection::close(close_reason why) noexcept {
     if (peer_v6_) ctx_.proxied_v6.erase(this);
     session_.abort(); // a handler answering later stops and lets go of the request
     timeout_registry::unenroll(idle_);
-    if (tls_) close_tls(why);
-    ::close(fd_);                                  // also leaves the poller's set
+    close_socket(why == close_reason::done || why == close_reason::keep_alive_timeout ||
+                 why == close_reason::shutdown || why == close_reason::pressure ||
+                 why == close_reason::client_close);
     if (session_.has_file()) session_.file_done(); // its descriptor too, not when we are freed
-    const std::size_t freed = io_ ? io_->in.capacity() + io_->out.capacity() : 0;
-    release_buffers();
+    const std::size_t freed = release_buffers(true);
     ctx_.date.release();
     // Counted once the descriptor is really gone, so "open" never runs ahead of the kernel.
     worker_metrics& m = ctx_.metrics;
@@ -884,46 +595,6 @@ void connection::close(close_reason why) noexcept {
         boost::asio::post(ctx_.io, [self = connection_ptr(this, false)] {});
     } catch (...) {
         intrusive_ptr_release(this); // could not defer: the caller holds no reference to us
-    }
-}
-
-void connection::close_tls(close_reason why) noexcept {
-    const auto it = ctx_.tls.find(this);
-    if (it == ctx_.tls.end()) return; // never started
-    tls::stream& s = it->second;
-    if (!handshaking_) {
-        // An orderly close says so (close_notify), as nginx does, and so does the answer to the
-        // client's own close_notify (RFC 8446, 6.1; a reset only makes it fail quietly); after
-        // an error (a fatal alert sent) the stream sends nothing more.
-        if (why == close_reason::done || why == close_reason::keep_alive_timeout ||
-            why == close_reason::shutdown || why == close_reason::pressure ||
-            why == close_reason::client_close)
-            s.close_notify(fd_);
-        worker_metrics::tls_counters& m = ctx_.metrics.tls;
-        m.open[s.suite()].add(-1);
-        if (s.own_records()) m.own_records.add(-1);
-    }
-    ctx_.tls.erase(it);
-}
-
-void connection::release_buffers() noexcept {
-    if (!io_) return;
-    if (closed_) {
-        io_.reset();
-        return;
-    }
-    io_state& io = *io_;
-    if (io.in_len != 0 || io.out_off != 0 || !io.out.empty()) return; // still busy
-    io.peer[0] = '\0';
-    // A buffer grown for one long header (or a burst) gives the memory back; the next request
-    // starts small. So does an output buffer a large response grew, or the free list would
-    // pin it.
-    if (io.in.size() != initial_in_bytes) std::string().swap(io.in);
-    if (io.out.capacity() > kept_out_bytes) std::string().swap(io.out);
-    try {
-        io_states::give(std::move(io_));
-    } catch (...) {
-        io_.reset();
     }
 }
 

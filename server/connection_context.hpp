@@ -10,9 +10,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/intrusive/list.hpp>
 
-#include <netinet/in.h>
+#include "tls_streams.hpp"
 
-#include <tarry/tls/stream.hpp>
+#include <netinet/in.h>
 
 #include <unordered_map>
 
@@ -26,9 +26,6 @@ using live_hook =
     boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
 
 /// What a connection needs of its worker, and no more: the worker's thread-local services.
-/// The TLS state of a worker's TLS connections, beside them (a plain connection pays nothing).
-using tls_streams = std::unordered_map<const connection*, tls::stream>;
-
 struct connection_context {
     boost::asio::io_context& io;
     timeouts::timeout_registry& registry;
