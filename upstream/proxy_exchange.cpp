@@ -365,13 +365,11 @@ void proxy_exchange::connection_failed(const boost::system::error_code& ec) noex
 }
 
 void proxy_exchange::on_timeout() noexcept {
-    const keep_alive<proxy_exchange> hold(self_);
     if (phase_ == phase::connecting) handler_->group().failed(*pool_);
     finish(outcome::timeout);
 }
 
 void proxy_exchange::on_writable() noexcept {
-    const keep_alive<proxy_exchange> hold(self_);
     if (!room_paused_ || !conn_) return;
     room_paused_ = false;
     keep_reading();
@@ -427,9 +425,14 @@ void proxy_exchange::finish(outcome how) noexcept {
     // After part of the response went out, only closing its connection tells the client.
     const bool cut = !answered && began;
     // The exchange is over once the client has nothing more to send for it; until then the
-    // rest of the request body is read and dropped (on_body_end lets go).
-    const bool over = cut || body_end_;
-    if (over) ex_ = nullptr;
+    // rest of the request body is read and dropped (on_body_end lets go). Over, it lets go of
+    // itself before the call, which may end it again from within (on_abort): it is freed when
+    // this returns, or when the callback that holds it does.
+    std::shared_ptr<proxy_exchange> last;
+    if (cut || body_end_) {
+        ex_ = nullptr;
+        last = std::move(self_);
+    }
     try {
         if (answered)
             e->finish();
@@ -439,7 +442,6 @@ void proxy_exchange::finish(outcome how) noexcept {
             e->respond_text(status_of(how), http::reason(status_of(how)));
     } catch (...) {
     }
-    if (over) release();
 }
 
 bool proxy_exchange::reusable() const noexcept {

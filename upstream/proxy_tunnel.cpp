@@ -188,12 +188,10 @@ void proxy_tunnel::keep_reading() noexcept {
 }
 
 void proxy_tunnel::on_timeout() noexcept {
-    const keep_alive<proxy_tunnel> hold(self_);
     end(tunnel_close::idle_timeout);
 }
 
 void proxy_tunnel::on_writable() noexcept {
-    const keep_alive<proxy_tunnel> hold(self_);
     if (!room_paused_ || !conn_) return;
     room_paused_ = false;
     keep_reading();
@@ -205,6 +203,9 @@ void proxy_tunnel::on_abort() noexcept {
 }
 
 void proxy_tunnel::end(tunnel_close why) noexcept {
+    // Freed when this returns (or when the callback that holds it does): the call on the
+    // client's exchange may end it again from within (on_abort).
+    const auto last = std::move(self_);
     if (conn_) {
         pool_->end_tunnel(*conn_, why);
         conn_.reset();
@@ -220,7 +221,6 @@ void proxy_tunnel::end(tunnel_close why) noexcept {
         } catch (...) {
         }
     }
-    auto keep = std::move(self_); // freed when this returns, unless a callback holds it
 }
 
 } // namespace tarry::upstream
