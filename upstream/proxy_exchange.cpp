@@ -23,6 +23,7 @@ static_assert(sizeof(proxy_exchange) <= 392 || sizeof(void*) != 8);
 
 namespace {
 
+/// The status a client gets for an exchange that failed before its response began.
 constexpr unsigned status_of(proxy_exchange::outcome how) noexcept {
     switch (how) {
     case proxy_exchange::outcome::no_server:
@@ -31,6 +32,18 @@ constexpr unsigned status_of(proxy_exchange::outcome how) noexcept {
         return 504;
     default:
         return 502;
+    }
+}
+
+/// The error counted for a failed exchange (a refused connect is counted as it comes).
+constexpr upstream_error error_of(proxy_exchange::outcome how) noexcept {
+    switch (how) {
+    case proxy_exchange::outcome::malformed:
+        return upstream_error::malformed;
+    case proxy_exchange::outcome::timeout:
+        return upstream_error::timeout;
+    default:
+        return upstream_error::reset;
     }
 }
 
@@ -346,8 +359,8 @@ void proxy_exchange::switch_protocols(std::string_view first) {
 void proxy_exchange::connection_failed(const boost::system::error_code& ec) noexcept {
     // A reused connection that died before any byte of the response came back: the upstream
     // closed it as we sent (the keep-alive race). Replay once, if that is safe.
-    if (reused_ && phase_ == phase::sending && !retried_ && idempotent_ &&
-        request_.replayable() && ec != boost::asio::error::operation_aborted) {
+    if (reused_ && phase_ == phase::sending && !retried_ && idempotent_ && request_.replayable() &&
+        ec != boost::asio::error::operation_aborted) {
         retried_ = true;
         pool_->metrics().retries.add();
         drop_connection(upstream_close::upstream_close);
@@ -397,11 +410,7 @@ void proxy_exchange::finish(outcome how) noexcept {
     case outcome::reset:
     case outcome::malformed:
     case outcome::timeout:
-        if (pool_) {
-            pool_->metrics().error(how == outcome::reset       ? upstream_error::reset
-                                   : how == outcome::malformed ? upstream_error::malformed
-                                                               : upstream_error::timeout);
-        }
+        if (pool_) pool_->metrics().error(error_of(how));
         drop_connection(upstream_close::error);
         break;
     case outcome::client_gone:

@@ -120,7 +120,8 @@ TEST(RequestForwardingTest, AChunkedBodyIsFramedPieceByPieceAndEnded) {
     w.append_body("hello");
     w.append_body(std::string(26, 'x'));
     w.end_body();
-    EXPECT_EQ(drain(w), "HEAD\r\n\r\n5\r\nhello\r\n1a\r\n" + std::string(26, 'x') + "\r\n0\r\n\r\n");
+    EXPECT_EQ(drain(w),
+              "HEAD\r\n\r\n5\r\nhello\r\n1a\r\n" + std::string(26, 'x') + "\r\n0\r\n\r\n");
 }
 
 TEST(RequestForwardingTest, ABodyWithALengthGoesAsItIs) {
