@@ -1,36 +1,49 @@
 #include "proxy_exchange.hpp"
 
+#include "keep_alive.hpp"
 #include "proxy_handler.hpp"
+#include "proxy_tunnel.hpp"
 
 #include <tarry/http/field_writer.hpp>
 #include <tarry/http/hop_by_hop.hpp>
 #include <tarry/http/session.hpp>
 
 #include <boost/asio/error.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 
 #include <algorithm>
-#include <charconv>
 
 namespace tarry::upstream {
 
 namespace bh = boost::beast::http;
-using http::append_field;
+
+// The state of every proxied request (with libstdc++ on 64-bit: 392 bytes): a guard against it
+// growing unnoticed.
+static_assert(sizeof(proxy_exchange) <= 392 || sizeof(void*) != 8);
 
 namespace {
 
-bool is_idempotent(bh::verb m) noexcept {
-    switch (m) {
-    case bh::verb::get:
-    case bh::verb::head:
-    case bh::verb::options:
-    case bh::verb::trace:
-    case bh::verb::put:
-    case bh::verb::delete_:
-        return true;
+/// The status a client gets for an exchange that failed before its response began.
+constexpr unsigned status_of(proxy_exchange::outcome how) noexcept {
+    switch (how) {
+    case proxy_exchange::outcome::no_server:
+        return 503;
+    case proxy_exchange::outcome::timeout:
+        return 504;
     default:
-        return false;
+        return 502;
+    }
+}
+
+/// The error counted for a failed exchange (a refused connect is counted as it comes).
+constexpr upstream_error error_of(proxy_exchange::outcome how) noexcept {
+    switch (how) {
+    case proxy_exchange::outcome::malformed:
+        return upstream_error::malformed;
+    case proxy_exchange::outcome::timeout:
+        return upstream_error::timeout;
+    default:
+        return upstream_error::reset;
     }
 }
 
@@ -52,93 +65,24 @@ void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
         handler_->upgrades() ? ex_->upgrade_asked() : std::string_view{};
     upgrade_ = !upgrade.empty();
     auto pool = handler_->group().pick();
-    build_request_head(pool ? pool->name() : std::string_view{}, upgrade);
+    forward_context ctx;
+    ctx.server = pool ? std::string_view(pool->name()) : std::string_view{};
+    ctx.upgrade = upgrade;
+    ctx.secure = ex_->secure();
+    ctx.peer = ex_->peer(); // valid until the next call on the exchange
+    ctx.trust_forwarded = handler_->settings().trust_forwarded;
+    const forwarded_head head = forward_head(req, ctx);
+    request_.set_chunked(head.chunked);
+    request_.append(head.bytes);
     ex_->defer(*this);
     ex_->read_body(); // sends 100 Continue if the client asked: Expect is not forwarded
     if (!pool) {
-        answer_error(503);
+        finish(outcome::no_server);
         return;
     }
     pool->metrics().requests.add();
     started_ = std::chrono::steady_clock::now();
     use(std::move(pool));
-}
-
-void proxy_exchange::build_request_head(std::string_view server, std::string_view upgrade) {
-    const http::request_head& req = ex_->request();
-    const std::string_view header = req.header;
-    const bool trust = handler_->settings().trust_forwarded;
-    std::string head;
-    head.reserve(header.size() + 128);
-    head.append(header.substr(0, header.find(' '))); // the method as the client spelled it
-    head.push_back(' ');
-    head.append(req.target);
-    head.append(" HTTP/1.1\r\n");
-    if (!req.host.empty())
-        append_field(head, "Host", req.host);
-    else
-        append_field(head, "Host", server.starts_with("unix:") ? "localhost" : server);
-    const std::string_view connection = http::find_field(header, "Connection");
-    std::string forwarded_for;
-    bool has_proto = false;
-    bool has_host = false;
-    std::string_view content_length;
-    bool chunked = false;
-    http::for_each_field(header, [&](std::string_view name, std::string_view value) {
-        if (boost::beast::iequals(name, "Content-Length")) content_length = value;
-        if (boost::beast::iequals(name, "Transfer-Encoding")) chunked = true;
-        if (http::hop_by_hop(name) || boost::beast::iequals(name, "Host") ||
-            http::listed_in(connection, name))
-            return;
-        if (boost::beast::iequals(name, "X-Forwarded-For")) {
-            if (trust) {
-                if (!forwarded_for.empty()) forwarded_for.append(", ");
-                forwarded_for.append(value);
-            }
-            return;
-        }
-        if (boost::beast::iequals(name, "X-Forwarded-Proto")) {
-            if (!trust) return;
-            has_proto = true;
-        }
-        if (boost::beast::iequals(name, "X-Forwarded-Host")) {
-            if (!trust) return;
-            has_host = true;
-        }
-        append_field(head, name, value);
-    });
-    if (const std::string_view peer = ex_->peer(); !peer.empty()) {
-        if (!forwarded_for.empty()) forwarded_for.append(", ");
-        forwarded_for.append(peer);
-    }
-    if (!forwarded_for.empty()) append_field(head, "X-Forwarded-For", forwarded_for);
-    if (!has_proto) append_field(head, "X-Forwarded-Proto", ex_->secure() ? "https" : "http");
-    if (!has_host && !req.host.empty()) append_field(head, "X-Forwarded-Host", req.host);
-    if (!upgrade.empty()) {
-        // The one hop-by-hop field passed on, with its Connection token: the upstream decides
-        // whether to switch (RFC 9110 7.8).
-        append_field(head, "Upgrade", upgrade);
-        head.append("Connection: upgrade\r\n");
-    }
-    if (chunked) {
-        chunked_up_ = true;
-        head.append("Transfer-Encoding: chunked\r\n");
-    } else if (!content_length.empty()) {
-        append_field(head, "Content-Length", content_length);
-    }
-    head.append("\r\n");
-    append_request(head);
-}
-
-void proxy_exchange::append_request(std::string_view bytes) {
-    pending_.append(bytes);
-    if (!replayable_) return;
-    if (replay_.size() + bytes.size() > max_replay) {
-        replayable_ = false;
-        std::string().swap(replay_);
-        return;
-    }
-    replay_.append(bytes);
 }
 
 void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
@@ -159,7 +103,7 @@ void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
 }
 
 void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept {
-    const auto hold = self_; // the exchange may call on_abort() from within
+    const keep_alive<proxy_exchange> hold(self_);
     if (ec) {
         pool_->metrics().error(upstream_error::connect);
         handler_->group().failed(*pool_);
@@ -169,13 +113,13 @@ void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept 
             use(std::move(next));
             return;
         }
-        answer_error(502);
+        finish(outcome::unreachable);
         return;
     }
     try {
         connected();
     } catch (...) {
-        fail(502, upstream_error::reset); // out of memory
+        finish(outcome::reset); // out of memory
     }
 }
 
@@ -191,40 +135,22 @@ void proxy_exchange::connected() {
 
 void proxy_exchange::pump() {
     if (!conn_ || phase_ == phase::connecting) return;
-    while (!write_pending_ && !pending_.empty()) {
-        writing_.swap(pending_);
-        pending_.clear();
+    while (!write_pending_ && request_.has_pending()) {
         // Most writes go at once; the others end in on_written.
-        write_pending_ = !conn_->write(writing_);
-        if (!write_pending_) wrote();
+        write_pending_ = !conn_->write(request_.next());
+        if (!write_pending_) request_.wrote();
         if (body_paused_ && ex_ != nullptr && phase_ != phase::answered) {
             body_paused_ = false;
             ex_->resume_body();
         }
     }
-    if (!write_pending_ && phase_ == phase::tunnel && body_end_ && !up_shut_) {
-        up_shut_ = true; // every byte the client sent is upstream: pass its half-close on
-        conn_->shutdown_send();
-        if (up_eof_) {
-            end_tunnel(tunnel_close::done);
-            return;
-        }
-    }
     rearm();
-}
-
-void proxy_exchange::wrote() noexcept {
-    writing_.clear();
-    if (phase_ == phase::tunnel && writing_.capacity() > max_pending) std::string().swap(writing_);
 }
 
 void proxy_exchange::rearm() {
     if (!conn_) return;
     const upstream_settings& s = handler_->settings();
     switch (phase_) {
-    case phase::tunnel:
-        conn_->arm(upstream_kinds::tunnel, s.tunnel_idle_timeout);
-        return;
     case phase::receiving:
     case phase::streaming:
         if (room_paused_)
@@ -248,23 +174,8 @@ void proxy_exchange::rearm() {
 
 std::size_t proxy_exchange::on_body(std::string_view bytes) {
     if (phase_ == phase::answered) return bytes.size(); // the rest is read and dropped
-    const std::size_t queued = pending_.size();
-    const std::size_t take =
-        queued >= max_pending ? 0 : std::min(bytes.size(), max_pending - queued);
-    if (take != 0) {
-        if (phase_ == phase::tunnel) {
-            pending_.append(bytes.substr(0, take));
-            pool_->metrics().tunnel_bytes_up.add(static_cast<std::int64_t>(take));
-        } else if (chunked_up_) {
-            std::string frame;
-            http::append_chunk_size(frame, take);
-            append_request(frame);
-            append_request(bytes.substr(0, take));
-            append_request("\r\n");
-        } else {
-            append_request(bytes.substr(0, take));
-        }
-    }
+    const std::size_t take = std::min(bytes.size(), request_.room());
+    if (take != 0) request_.append_body(bytes.substr(0, take));
     if (take < bytes.size()) body_paused_ = true;
     pump();
     return take;
@@ -272,39 +183,31 @@ std::size_t proxy_exchange::on_body(std::string_view bytes) {
 
 void proxy_exchange::on_body_end() {
     if (phase_ == phase::answered) {
-        release();
+        release(); // the answer went first: the exchange ends with the body it overtook
         return;
     }
     body_end_ = true;
-    if (phase_ != phase::tunnel && chunked_up_) append_request("0\r\n\r\n");
+    request_.end_body();
     pump();
 }
 
 void proxy_exchange::on_written(const boost::system::error_code& ec) noexcept {
-    const auto hold = self_; // the exchange may call on_abort() from within
+    const keep_alive<proxy_exchange> hold(self_);
     write_pending_ = false;
     if (ec) {
-        if (phase_ == phase::tunnel) {
-            end_tunnel(tunnel_close::upstream_close);
-            return;
-        }
         connection_failed(ec);
         return;
     }
-    wrote();
+    request_.wrote();
     try {
         pump();
     } catch (...) {
-        fail(502, upstream_error::reset);
+        finish(outcome::reset);
     }
 }
 
 void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n) noexcept {
-    const auto hold = self_; // the exchange may call on_abort() from within
-    if (phase_ == phase::tunnel) {
-        tunnel_read(ec, n);
-        return;
-    }
+    const keep_alive<proxy_exchange> hold(self_);
     if (ec) {
         if (ec == boost::asio::error::eof && parser_ && parser_->is_header_done() &&
             !parser_->is_done()) {
@@ -312,7 +215,7 @@ void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n)
             boost::system::error_code pec;
             parser_->put_eof(pec);
             if (!pec && parser_->is_done()) {
-                complete(true);
+                finish(outcome::answered);
                 return;
             }
         }
@@ -332,11 +235,11 @@ void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n)
             rbuf_.erase(0, used);
         }
         if (!parser_->is_header_done() && rbuf_.size() > response_parser::max_header_bytes) {
-            fail(502, upstream_error::malformed);
+            finish(outcome::malformed);
             return;
         }
     } catch (...) {
-        fail(502, upstream_error::malformed);
+        finish(outcome::malformed);
         return;
     }
     keep_reading();
@@ -345,8 +248,7 @@ void proxy_exchange::on_read(const boost::system::error_code& ec, std::size_t n)
 /// Reads the upstream on, as much as the client's output has room for, or pauses until the
 /// client drains it (on_writable).
 void proxy_exchange::read_on() {
-    if (!conn_) return;  // the client went away while we wrote to it
-    if (up_eof_) return; // a tunnel's upstream said all it will
+    if (!conn_) return; // the client went away while we wrote to it
     const std::size_t room =
         ex_ != nullptr && responded() ? ex_->room() : upstream_connection::read_size;
     if (room < upstream_connection::read_size / 4)
@@ -360,15 +262,12 @@ void proxy_exchange::keep_reading() noexcept {
     try {
         read_on();
     } catch (...) {
-        if (phase_ == phase::tunnel)
-            end_tunnel(tunnel_close::upstream_close);
-        else
-            fail(502, upstream_error::reset);
+        finish(outcome::reset);
     }
 }
 
 /// Parses [data, data + size), setting `used` to what it took. False when the exchange ended
-/// (completed, failed, or became a tunnel).
+/// (answered, failed, or handed to a tunnel).
 bool proxy_exchange::parse(const char* data, std::size_t size, std::size_t& used) {
     while (used < size) {
         boost::system::error_code ec;
@@ -378,17 +277,17 @@ bool proxy_exchange::parse(const char* data, std::size_t size, std::size_t& used
         if (!conn_) return false; // the client went away while the body was written to it
         if (ec == bh::error::need_more) break;
         if (ec) {
-            fail(502, upstream_error::malformed);
+            finish(outcome::malformed);
             return false;
         }
         if (!had_header && parser_->is_header_done()) {
             const unsigned status = parser_->status();
             if (status == 101) {
                 if (!upgrade_) { // none was asked (or the route refuses): never switch
-                    fail(502, upstream_error::malformed);
+                    finish(outcome::malformed);
                     return false;
                 }
-                start_tunnel(data + used, size - used);
+                switch_protocols(std::string_view(data + used, size - used));
                 return false;
             }
             if (status / 100 == 1) {
@@ -401,7 +300,7 @@ bool proxy_exchange::parse(const char* data, std::size_t size, std::size_t& used
             parser_->eager(true);
         }
         if (parser_->is_done()) {
-            complete(used == size);
+            finish(used == size ? outcome::answered : outcome::overrun);
             return false;
         }
         if (n == 0) break;
@@ -412,14 +311,14 @@ bool proxy_exchange::parse(const char* data, std::size_t size, std::size_t& used
 void proxy_exchange::on_response_head() {
     const std::string_view header = parser_->header();
     const std::string_view connection = http::find_field(header, "Connection");
-    fields_.clear();
+    std::string fields; // respond() copies them into the client's output
     http::for_each_field(header, [&](std::string_view name, std::string_view value) {
         if (http::hop_by_hop(name) || http::listed_in(connection, name)) return;
-        append_field(fields_, name, value);
+        http::append_field(fields, name, value);
     });
     http::response_head head;
     head.status = parser_->status();
-    head.extra_fields = fields_;
+    head.extra_fields = fields;
     head.server_date = false;
     const auto length = parser_->content_length();
     if (length) {
@@ -440,210 +339,50 @@ void proxy_exchange::on_response_body(std::string_view bytes) {
     if (ex_ != nullptr) ex_->write(bytes);
 }
 
-void proxy_exchange::start_tunnel(const char* rest, std::size_t size) {
-    const std::string_view header = parser_->header();
-    const std::string_view connection = http::find_field(header, "Connection");
-    fields_.clear();
-    http::for_each_field(header, [&](std::string_view name, std::string_view value) {
-        if (boost::beast::iequals(name, "Upgrade")) {
-            append_field(fields_, name, value); // the protocol it switched to
-            return;
-        }
-        if (http::hop_by_hop(name) || http::listed_in(connection, name)) return;
-        append_field(fields_, name, value);
-    });
-    http::response_head head;
-    head.server_date = false;
-    head.extra_fields = fields_;
-    phase_ = phase::tunnel;
+/// The upstream answered the upgrade with 101: the connection, the client, and the request bytes
+/// still on their way up go to a tunnel (`first`: the new protocol's bytes that came with the
+/// head), and the exchange ends.
+void proxy_exchange::switch_protocols(std::string_view first) {
+    auto tunnel = std::make_shared<proxy_tunnel>(
+        ex_, pool_, std::move(conn_), handler_->settings().tunnel_idle_timeout, request_.pending(),
+        request_.writing(), write_pending_);
+    write_pending_ = false;
     pool_->to_tunnel();
     pool_->metrics().responded(std::chrono::duration_cast<std::chrono::microseconds>(
                                    std::chrono::steady_clock::now() - started_)
                                    .count());
-    // What belonged to the request is done with: the GET had no body, so no replay either.
-    parser_.reset();
-    std::string().swap(replay_);
-    body_end_ = false; // from now on: the client's stream
-    if (ex_ == nullptr) {
-        end_tunnel(tunnel_close::client_close);
-        return;
-    }
-    ex_->upgrade(head);
-    std::string().swap(fields_); // upgrade() copied them into the client's output
-    if (size != 0) {
-        pool_->metrics().tunnel_bytes_down.add(static_cast<std::int64_t>(size));
-        ex_->write(std::string_view(rest, size)); // the new protocol's first bytes
-    }
-    std::string().swap(rbuf_);
-    read_on();
-}
-
-void proxy_exchange::tunnel_read(const boost::system::error_code& ec, std::size_t n) noexcept {
-    if (ec == boost::asio::error::eof) {
-        // The upstream half-closed: so does the client's side, once it has every byte.
-        up_eof_ = true;
-        if (ex_ != nullptr) {
-            try {
-                ex_->shutdown_output();
-            } catch (...) {
-            }
-        }
-        if (up_shut_) end_tunnel(tunnel_close::done);
-        return;
-    }
-    if (ec) {
-        end_tunnel(tunnel_close::upstream_close);
-        return;
-    }
-    pool_->metrics().tunnel_bytes_down.add(static_cast<std::int64_t>(n));
-    try {
-        if (ex_ != nullptr) ex_->write(std::string_view(conn_->buffer(), n));
-    } catch (...) {
-        end_tunnel(tunnel_close::client_close);
-        return;
-    }
-    keep_reading();
-}
-
-void proxy_exchange::end_tunnel(tunnel_close why) noexcept {
-    if (conn_) {
-        pool_->end_tunnel(*conn_, why);
-        conn_.reset();
-    }
-    phase_ = phase::answered;
-    if (ex_ != nullptr) {
-        http::exchange* e = ex_;
-        ex_ = nullptr;
-        try {
-            if (why == tunnel_close::done)
-                e->finish(); // both sides closed cleanly: so does the connection
-            else
-                e->abort();
-        } catch (...) {
-        }
-    }
-    release();
-}
-
-void proxy_exchange::complete(bool clean) noexcept {
-    const upstream_settings& s = handler_->settings();
-    // Reusable only when both directions ended cleanly: the whole request went out and the
-    // whole response came back, with nothing after it, on a connection the upstream keeps open.
-    const bool reusable = conn_ && clean && parser_->keep_alive() && body_end_ && !write_pending_ &&
-                          pending_.empty() && conn_->is_open();
-    if (reusable) {
-        auto keep = s.idle_timeout;
-        bool hinted = false;
-        const auto hint =
-            http::keep_alive_timeout(http::find_field(parser_->header(), "Keep-Alive"));
-        if (hint >= 0) {
-            // Retire it before the upstream would: N seconds less 1 s or 10 %.
-            const auto n = std::chrono::seconds(hint);
-            const auto margin =
-                std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(1), n / 10);
-            if (n - margin < keep) {
-                keep = n - margin;
-                hinted = true;
-            }
-        }
-        conn_->set_user(nullptr);
-        try {
-            pool_->give_back(std::move(conn_), keep, hinted);
-        } catch (...) {
-            if (conn_) drop_connection(upstream_close::error);
-        }
-        conn_.reset();
-    } else if (conn_) {
-        drop_connection(upstream_close::upstream_close);
-    }
-    phase_ = phase::answered;
-    if (ex_ != nullptr) {
-        http::exchange* e = ex_;
-        if (body_end_) ex_ = nullptr;
-        try {
-            e->finish();
-        } catch (...) {
-        }
-    }
-    if (body_end_) release();
+    proxy_tunnel& t = *tunnel;
+    t.start(std::move(tunnel), parser_->header(), first);
+    finish(outcome::upgraded);
 }
 
 void proxy_exchange::connection_failed(const boost::system::error_code& ec) noexcept {
     // A reused connection that died before any byte of the response came back: the upstream
     // closed it as we sent (the keep-alive race). Replay once, if that is safe.
-    if (reused_ && phase_ == phase::sending && !retried_ && idempotent_ && replayable_ &&
+    if (reused_ && phase_ == phase::sending && !retried_ && idempotent_ && request_.replayable() &&
         ec != boost::asio::error::operation_aborted) {
         retried_ = true;
         pool_->metrics().retries.add();
         drop_connection(upstream_close::upstream_close);
-        pending_ = replay_;
-        writing_.clear();
         write_pending_ = false;
         rbuf_.clear();
         try {
+            request_.replay();
             use(pool_, true); // its idle neighbours may be as stale
         } catch (...) {
-            fail(502, upstream_error::reset);
+            finish(outcome::reset);
         }
         return;
     }
-    fail(502, upstream_error::reset);
+    finish(outcome::reset);
 }
 
 void proxy_exchange::on_timeout() noexcept {
-    const auto hold = self_; // the exchange may call on_abort() from within
-    if (phase_ == phase::tunnel) {
-        end_tunnel(tunnel_close::idle_timeout);
-        return;
-    }
     if (phase_ == phase::connecting) handler_->group().failed(*pool_);
-    fail(504, upstream_error::timeout);
-}
-
-void proxy_exchange::fail(unsigned status, upstream_error kind) noexcept {
-    if (pool_) pool_->metrics().error(kind);
-    drop_connection(upstream_close::error);
-    if (ex_ == nullptr) {
-        release();
-        return;
-    }
-    if (!responded()) {
-        answer_error(status);
-        return;
-    }
-    // The client has part of the response: only closing its connection tells it.
-    http::exchange* e = ex_;
-    ex_ = nullptr;
-    phase_ = phase::answered;
-    e->abort();
-    release();
-}
-
-void proxy_exchange::answer_error(unsigned status) noexcept {
-    phase_ = phase::answered;
-    if (ex_ != nullptr) {
-        http::exchange* e = ex_;
-        if (body_end_) ex_ = nullptr;
-        try {
-            e->respond_text(status, http::reason(status));
-        } catch (...) {
-        }
-    }
-    if (body_end_) release();
-}
-
-void proxy_exchange::drop_connection(upstream_close why) noexcept {
-    if (!conn_) return;
-    if (phase_ == phase::tunnel) {
-        pool_->end_tunnel(*conn_, tunnel_close::client_close);
-    } else {
-        pool_->discard(*conn_, why);
-    }
-    conn_.reset();
+    finish(outcome::timeout);
 }
 
 void proxy_exchange::on_writable() noexcept {
-    const auto hold = self_; // the exchange may call on_abort() from within
     if (!room_paused_ || !conn_) return;
     room_paused_ = false;
     keep_reading();
@@ -651,16 +390,105 @@ void proxy_exchange::on_writable() noexcept {
 
 void proxy_exchange::on_abort() noexcept {
     ex_ = nullptr;
-    if (phase_ == phase::tunnel) {
-        end_tunnel(pool_->stopped() ? tunnel_close::shutdown : tunnel_close::client_close);
+    finish(outcome::client_gone);
+}
+
+void proxy_exchange::finish(outcome how) noexcept {
+    // The upstream connection first: pooled only after a clean answer, else closed, and never
+    // half-used. None is left after an upgrade (the tunnel has it), without a server, or after
+    // the last refusal.
+    switch (how) {
+    case outcome::answered:
+        if (reusable())
+            give_back();
+        else
+            drop_connection(upstream_close::upstream_close);
+        break;
+    case outcome::overrun:
+        drop_connection(upstream_close::upstream_close);
+        break;
+    case outcome::reset:
+    case outcome::malformed:
+    case outcome::timeout:
+        if (pool_) pool_->metrics().error(error_of(how));
+        drop_connection(upstream_close::error);
+        break;
+    case outcome::client_gone:
+        drop_connection(upstream_close::error);
+        break;
+    case outcome::upgraded:
+    case outcome::no_server:
+    case outcome::unreachable:
+        break;
+    }
+    // Then the client.
+    const bool began = responded();
+    phase_ = phase::answered;
+    http::exchange* const e = ex_;
+    if (e == nullptr || how == outcome::upgraded) {
+        ex_ = nullptr; // gone, or the tunnel's now
+        release();
         return;
     }
-    drop_connection(upstream_close::error); // never pool a half-used connection
-    release();
+    const bool answered = how == outcome::answered || how == outcome::overrun;
+    // After part of the response went out, only closing its connection tells the client.
+    const bool cut = !answered && began;
+    // The exchange is over once the client has nothing more to send for it; until then the
+    // rest of the request body is read and dropped (on_body_end lets go). Over, it lets go of
+    // itself before the call, which may end it again from within (on_abort): it is freed when
+    // this returns, or when the callback that holds it does.
+    std::shared_ptr<proxy_exchange> last;
+    if (cut || body_end_) {
+        ex_ = nullptr;
+        last = std::move(self_);
+    }
+    try {
+        if (answered)
+            e->finish();
+        else if (cut)
+            e->abort();
+        else
+            e->respond_text(status_of(how), http::reason(status_of(how)));
+    } catch (...) {
+    }
+}
+
+bool proxy_exchange::reusable() const noexcept {
+    return conn_ && parser_->keep_alive() && body_end_ && !write_pending_ &&
+           !request_.has_pending() && conn_->is_open();
+}
+
+void proxy_exchange::give_back() noexcept {
+    auto keep = handler_->settings().idle_timeout;
+    bool hinted = false;
+    const auto hint = http::keep_alive_timeout(http::find_field(parser_->header(), "Keep-Alive"));
+    if (hint >= 0) {
+        // Retire it before the upstream would: N seconds less 1 s or 10 %.
+        const auto n = std::chrono::seconds(hint);
+        const auto margin =
+            std::max<std::chrono::steady_clock::duration>(std::chrono::seconds(1), n / 10);
+        if (n - margin < keep) {
+            keep = n - margin;
+            hinted = true;
+        }
+    }
+    conn_->set_user(nullptr);
+    try {
+        pool_->give_back(std::move(conn_), keep, hinted);
+    } catch (...) {
+        if (conn_) drop_connection(upstream_close::error);
+    }
+    conn_.reset();
+}
+
+void proxy_exchange::drop_connection(upstream_close why) noexcept {
+    if (!conn_) return;
+    pool_->discard(*conn_, why);
+    conn_.reset();
 }
 
 void proxy_exchange::release() noexcept {
-    auto keep = std::move(self_); // destroyed when this returns
+    auto keep = std::move(self_); // freed when this returns, unless a callback holds it
 }
 
 } // namespace tarry::upstream

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "request_forwarding.hpp"
 #include "response_parser.hpp"
 #include "upstream_connection.hpp"
 #include "upstream_metrics.hpp"
@@ -23,9 +24,10 @@ namespace tarry::upstream {
 class proxy_handler;
 
 /// One proxied request: from the client's request head to the last byte of the upstream's
-/// response (or, after a 101, to the end of the tunnel). It keeps itself alive (self_) until the
-/// response is finished and the request body read, or the client goes away (on_abort), and it
-/// never returns a connection to the pool unless its exchange completed cleanly.
+/// response, or to a 101, when it hands the connection and the client to a proxy_tunnel. It
+/// keeps itself alive (self_) until the response is finished and the request body read, or the
+/// client goes away (on_abort), and it never returns a connection to the pool unless its
+/// exchange completed cleanly. However it ends, it ends in finish(outcome).
 ///
 /// Its phase, one at a time:
 ///   connecting - a new upstream connection is connecting (connect_timeout); a refusal tries
@@ -35,30 +37,36 @@ class proxy_handler;
 ///   receiving  - a response byte came; its head is not whole yet (read_timeout between reads)
 ///   streaming  - the head went to the client; the body streams (read_timeout between reads,
 ///                none while the client's output is full: its send_timeout watches it)
-///   tunnel     - the upstream answered an upgrade with 101: bytes flow both ways until both
-///                sides have closed; one entry of kind tunnel (tunnel_idle_timeout) touched by
-///                a byte either way
 ///   answered   - the client has its whole answer (a response, or an error); only the rest of
 ///                the request body, if any, is still read (and dropped)
 /// Besides the phase, the two directions flow independently, each with its own flags: a write
-/// upstream in flight, the client's body (or tunnel stream) ended or paused for room upstream,
-/// and the upstream paused for room in the client's output.
+/// upstream in flight, the client's body ended or paused for room upstream, and the upstream
+/// paused for room in the client's output.
 ///
 /// Memory per exchange is bounded (nginx's proxy_buffering, bounded): a read from the upstream
 /// takes at most the room left in the client's output queue (64 KiB), parsed straight from the
 /// thread's read buffer (no connection holds one of its own); at most 64 KiB of
-/// request body waits for the upstream before the client is paused. A slow client holds its
-/// upstream connection longer, not more memory.
+/// request body waits for the upstream before the client is paused (request_writer). A slow
+/// client holds its upstream connection longer, not more memory.
 class proxy_exchange final : public http::deferred,
                              public connection_user,
                              public response_body_sink {
 public:
-    static constexpr std::size_t max_pending = 64 * std::size_t{1024};
-    /// A request (head and body) up to this size is kept whole so it can be replayed once on a
-    /// fresh connection when a reused one dies before answering.
-    static constexpr std::size_t max_replay = 64 * std::size_t{1024};
+    enum class phase : std::uint8_t { connecting, sending, receiving, streaming, answered };
 
-    enum class phase : std::uint8_t { connecting, sending, receiving, streaming, tunnel, answered };
+    /// The ways an exchange ends. Each says what becomes of the upstream connection (pooled,
+    /// closed, handed over), what is counted, and what the client gets.
+    enum class outcome : std::uint8_t {
+        answered,    ///< the whole response came back: its connection is pooled if reusable
+        overrun,     ///< ... with bytes after its end: its connection is closed
+        upgraded,    ///< a 101: the connection and the client went to a proxy_tunnel
+        no_server,   ///< no server to send it to: 503
+        unreachable, ///< no server could be connected to (each refusal counted): 502
+        reset,       ///< the upstream connection failed, or memory ran out: 502
+        malformed,   ///< the response was not HTTP, or switched protocols unasked: 502
+        timeout,     ///< the phase's timeout expired: 504
+        client_gone, ///< the client's connection closed first (on_abort)
+    };
 
     proxy_exchange(std::shared_ptr<proxy_handler> handler, http::exchange& ex);
     proxy_exchange(const proxy_exchange&) = delete;
@@ -83,32 +91,29 @@ public:
     void on_response_body(std::string_view bytes) override;
 
 private:
-    /// `server` names the upstream for a request without Host (HTTP/1.0), as nginx does.
-    void build_request_head(std::string_view server, std::string_view upgrade);
-    void append_request(std::string_view bytes);
     void use(std::shared_ptr<upstream_pool> pool, bool fresh = false);
     void connected();
     void pump();
-    void wrote() noexcept;
     void rearm();
     void read_on();
     /// read_on() from a callback that may not throw: out of memory (arming a timeout, queueing
-    /// a read) fails the exchange, or ends the tunnel, instead of ending the worker.
+    /// a read) fails the exchange instead of ending the worker.
     void keep_reading() noexcept;
     bool parse(const char* data, std::size_t size, std::size_t& used);
     void on_response_head();
-    void start_tunnel(const char* rest, std::size_t size);
-    void tunnel_read(const boost::system::error_code& ec, std::size_t n) noexcept;
-    void end_tunnel(tunnel_close why) noexcept;
-    void complete(bool clean) noexcept;
+    void switch_protocols(std::string_view first);
     void connection_failed(const boost::system::error_code& ec) noexcept;
-    void fail(unsigned status, upstream_error kind) noexcept;
+    /// Ends the exchange: the upstream connection pooled, closed or already handed over, the
+    /// outcome counted, the client answered (finish, an error, or an abort once the response
+    /// began). The exchange lets go of itself then, or once the request body is read whole.
+    void finish(outcome how) noexcept;
+    /// Whether the connection can carry another request: both directions ended cleanly, the
+    /// whole request went out and the whole response came back, and the upstream keeps it open.
+    [[nodiscard]] bool reusable() const noexcept;
+    void give_back() noexcept;
     void drop_connection(upstream_close why) noexcept;
-    void answer_error(unsigned status) noexcept;
     void release() noexcept;
-    [[nodiscard]] bool responded() const noexcept {
-        return phase_ == phase::streaming || phase_ == phase::tunnel;
-    }
+    [[nodiscard]] bool responded() const noexcept { return phase_ == phase::streaming; }
 
     std::shared_ptr<proxy_handler> handler_;
     http::exchange* ex_;
@@ -116,30 +121,23 @@ private:
     std::shared_ptr<upstream_pool> pool_;
     std::shared_ptr<upstream_connection> conn_;
     std::optional<response_parser> parser_;
-    std::string replay_;  ///< the whole request so far, while it is replayable
-    std::string pending_; ///< request bytes not yet written
-    std::string writing_; ///< request bytes being written
-    std::string rbuf_;    ///< the start of a response head that has not all arrived
-    std::string fields_;  ///< the response fields passed to the client
+    request_writer request_; ///< the request bytes on their way up, and its replay copy
+    std::string rbuf_;       ///< the start of a response head that has not all arrived
     std::chrono::steady_clock::time_point started_{}; ///< for the response time histogram
     std::uint8_t tries_ = 0;                          ///< servers tried after connect failures
     phase phase_ = phase::connecting;
     // What the request is (set once).
     bool idempotent_ = false;
     bool head_request_ = false;
-    bool chunked_up_ = false; ///< the request body goes upstream chunk-framed
-    bool upgrade_ = false;    ///< the client asked to switch protocols, and the route allows it
+    bool upgrade_ = false; ///< the client asked to switch protocols, and the route allows it
     // The attempt on the current connection.
-    bool reused_ = false;    ///< it came from the pool
-    bool retried_ = false;   ///< the request was replayed once already
-    bool replayable_ = true; ///< replay_ holds the whole request so far
+    bool reused_ = false;  ///< it came from the pool
+    bool retried_ = false; ///< the request was replayed once already
     // The two directions.
     bool write_pending_ = false;
-    bool body_end_ = false;    ///< the client's body (in a tunnel: its stream) ended
+    bool body_end_ = false;    ///< the client's body ended
     bool body_paused_ = false; ///< on_body took fewer bytes than offered
     bool room_paused_ = false; ///< not reading the upstream: the client's output is full
-    bool up_eof_ = false;      ///< in a tunnel: the upstream half-closed
-    bool up_shut_ = false;     ///< in a tunnel: the client's half-close was passed upstream
 };
 
 } // namespace tarry::upstream

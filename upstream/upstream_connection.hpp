@@ -76,6 +76,11 @@ public:
     /// Asks for the next bytes, at most `most` (at most read_size): on_read follows. No effect if
     /// a read is asked already or the connection is closed.
     void read(std::size_t most = read_size);
+    /// The bytes of the write in flight were moved by their owner from `from` to `to` (a tunnel
+    /// taking over an exchange's): the rest of the write follows them.
+    void output_moved(const char* from, const char* to) noexcept {
+        if (out_left_ != 0) out_ = to + (out_ - from);
+    }
     /// Shuts the writing side (a tunnel passes the client's half-close on).
     void shutdown_send() noexcept;
 
