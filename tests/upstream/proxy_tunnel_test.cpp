@@ -542,8 +542,10 @@ TEST_F(ProxyTunnelReloadTest, AReloadStormUnderLoadLosesNoRequestAndNoConnection
     double opened = 0, requests = 0;
     for (int i = 0; i < 30; ++i) {
         config(i % 2 == 0);
+        const int answered_before = answered;
         ASSERT_TRUE(srv->request_reload().get()) << i;
-        std::this_thread::sleep_for(50ms);
+        // Traffic under this configuration before the next one.
+        EXPECT_TRUE(eventually([&] { return answered > answered_before + 3; })) << i;
         const double o = family("tarry_upstream_connections_opened_total");
         const double r = family("tarry_upstream_requests_total");
         EXPECT_GE(o, opened) << i;
