@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -30,18 +31,8 @@ bool appears(const fs::path& file, const std::string& text) {
     return false;
 }
 
-/// Output of a shell command.
-std::string shell(const std::string& cmd) {
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) return out;
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-        out.append(buf, n);
-    ::pclose(p);
-    return out;
-}
+/// Output of a shell command (its stderr too).
+std::string shell(const std::string& cmd) { return run_shell(cmd).output; }
 
 /// Started on the addresses its arguments name (not on a free port of the fixture's choosing);
 /// `socket`: handed over as systemd does.
@@ -299,22 +290,9 @@ public:
                 << "\n  server tarry 127.0.0.1:" << to << " " << how[i] << "\n";
         }
         cfg.close();
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            const std::string file = (dir / "haproxy.cfg").string();
-            ::execlp("haproxy", "haproxy", "-db", "-q", "-f", file.c_str(),
-                     static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        for (int i = 0; i < 200 && !up(bind_host); ++i)
-            std::this_thread::sleep_for(50ms);
-    }
-    haproxy_process(const haproxy_process&) = delete;
-    haproxy_process& operator=(const haproxy_process&) = delete;
-    ~haproxy_process() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGTERM);
-        ::waitpid(pid_, nullptr, 0);
+        child_.emplace(std::vector<std::string>{"haproxy", "-db", "-q", "-f",
+                                                (dir / "haproxy.cfg").string()});
+        eventually([&] { return up(bind_host); }, 10s);
     }
     [[nodiscard]] std::uint16_t port(std::size_t i) const { return ports_.at(i); }
 
@@ -327,7 +305,7 @@ private:
         return true;
     }
     std::vector<std::uint16_t> ports_;
-    pid_t pid_ = -1;
+    std::optional<child_process> child_; ///< started once the ports are chosen
 };
 
 TEST(ProxyProtocolTest, BehindHaproxyTheClientAddressIsTheOneHaproxySaw) {

@@ -1,5 +1,6 @@
 // What an operator relies on: live reload, the metrics endpoint, and staying up when file
 // descriptors run out.
+#include "child_process.hpp"
 #include "server_fixture.hpp"
 
 #include <tarry/server/server.hpp>
@@ -322,18 +323,13 @@ TEST(AdminTest, ResponsesAreCountedPerRouteAndAReloadDoesNotResetThem) {
     std::filesystem::remove_all(dir);
 }
 
-/// The binary under `ulimit -n`, as a child process.
-pid_t spawn_limited(rlim_t nofile, const std::vector<std::string>& args) {
-    const pid_t pid = ::fork();
-    if (pid != 0) return pid;
-    rlimit rl{nofile, nofile};
-    ::setrlimit(RLIMIT_NOFILE, &rl);
-    std::vector<char*> argv{const_cast<char*>(TARRY_BINARY)};
-    for (const auto& a : args)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(TARRY_BINARY, argv.data());
-    ::_exit(127);
+/// The binary under `ulimit -n`, as a child process; killed when destroyed.
+std::unique_ptr<child_process> spawn_limited(rlim_t nofile, std::vector<std::string> args) {
+    args.insert(args.begin(), TARRY_BINARY);
+    child_options o;
+    o.nofile = nofile;
+    o.stop_signal = SIGKILL;
+    return std::make_unique<child_process>(std::move(args), o);
 }
 
 double cpu_seconds(pid_t pid) {
@@ -350,6 +346,7 @@ double cpu_seconds(pid_t pid) {
 
 class PressureTest : public ::testing::Test {
 protected:
+    std::unique_ptr<child_process> child;
     pid_t pid = -1;
     std::uint16_t port = free_port();
 
@@ -358,19 +355,10 @@ protected:
                                       "--workers",   "1",
                                       "--log-level", "error"};
         args.insert(args.end(), extra.begin(), extra.end());
-        pid = spawn_limited(64, args);
-        for (int i = 0; i < 200; ++i) {
-            test_client probe(port);
-            if (probe.connected()) return;
-            std::this_thread::sleep_for(50ms);
-        }
-        FAIL() << "the server did not start";
-    }
-
-    void TearDown() override {
-        if (pid <= 0) return;
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
+        child = spawn_limited(64, args);
+        pid = child->pid();
+        ASSERT_TRUE(eventually([&] { return test_client(port).connected(); }, 10s))
+            << "the server did not start";
     }
 };
 

@@ -1274,47 +1274,27 @@ TEST(TlsRecordsTest, APipelineAndCloseNotifyInOneSegmentDuringAGracefulStop) {
 /// of the proxy tests); killed when destroyed.
 class ws_backend {
 public:
-    ws_backend() {
-        int out[2];
-        if (::pipe(out) != 0) return;
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::dup2(out[1], 1);
-            ::close(out[0]);
-            ::close(out[1]);
-            const std::string script =
-                (assets / ".." / ".." / "upstream" / "ws_backend.js").string();
-            ::execlp("node", "node", script.c_str(), "5000", static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        ::close(out[1]);
-        std::string line;
-        const auto deadline = steady::now() + 10s;
-        while (line.find('\n') == std::string::npos && steady::now() < deadline) {
-            pollfd p{out[0], POLLIN, 0};
-            if (::poll(&p, 1, 100) <= 0) continue;
-            char buf[64];
-            const ssize_t n = ::read(out[0], buf, sizeof buf);
-            if (n <= 0) break;
-            line.append(buf, static_cast<std::size_t>(n));
-        }
-        ::close(out[0]);
-        output_ = line;
-        if (line.find('\n') != std::string::npos)
-            port_ = static_cast<std::uint16_t>(std::stoi(line));
-    }
-    ws_backend(const ws_backend&) = delete;
-    ws_backend& operator=(const ws_backend&) = delete;
-    ~ws_backend() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
+    ws_backend() : child_(command(), options()) {
+        // It prints its port once it listens.
+        const auto line = child_.read_line();
+        output_ = line ? *line : child_.unread_output();
+        if (line) port_ = static_cast<std::uint16_t>(std::stoi(*line));
     }
     [[nodiscard]] std::uint16_t port() const { return port_; }
     [[nodiscard]] const std::string& output() const { return output_; }
 
 private:
-    pid_t pid_ = -1;
+    static std::vector<std::string> command() {
+        return {"node", (assets / ".." / ".." / "upstream" / "ws_backend.js").string(), "5000"};
+    }
+    static child_options options() {
+        child_options o;
+        o.pipe_stdout = true;
+        o.stop_signal = SIGKILL;
+        return o;
+    }
+
+    child_process child_;
     std::uint16_t port_ = 0;
     std::string output_;
 };
