@@ -133,8 +133,7 @@ public:
                         const fs::path& log = {})
         : tls_port_(free_port()), admin_port_(free_port()),
           process_(arguments(args, default_certificate, tls_port_, admin_port_), launch(log)) {
-        for (int i = 0; i < 200 && scrape(admin_port_).empty(); ++i)
-            std::this_thread::sleep_for(50ms);
+        eventually([&] { return !scrape(admin_port_).empty(); }, 10s);
     }
 
     [[nodiscard]] std::uint16_t port() const { return tls_port_; }
@@ -148,6 +147,8 @@ public:
                stat[paren + 2] != 'Z';
     }
     int stop() { return process_.stop(); }
+    /// Whether it ended within `limit` (stop() then gives its exit status).
+    bool ends_within(steady::duration limit) { return process_.process().wait_for(limit); }
 
     [[nodiscard]] std::string metrics() const { return scrape(admin_port_); }
     [[nodiscard]] double metric(const std::string& series) const {
@@ -822,14 +823,15 @@ TEST(TlsHandshakeTimeoutTest, SilentAndTrickledHandshakesAreClosedAtTheTimeout) 
     std::string silent_got;
     std::thread silent([&] {
         test_client c(t.port());
-        if (const auto at = c.wait_closed(15s)) silent_after = *at - start;
+        if (const auto at = c.wait_closed(8s)) silent_after = *at - start;
         silent_got = c.pending();
     });
     // One byte of a real ClientHello every 100 ms: never complete, never quiet.
     test_client trickle(t.port());
     ASSERT_TRUE(trickle.connected());
     std::optional<steady::duration> trickle_after;
-    for (std::size_t i = 0; i < hello.size() && steady::now() - start < 15s; ++i) {
+    // Waited for 8 s at most: well before the 10 s default.
+    for (std::size_t i = 0; i < hello.size() && steady::now() - start < 8s; ++i) {
         if (!trickle.send(hello.substr(i, 1))) break;
         if (const auto at = trickle.wait_closed(100ms)) {
             trickle_after = *at - start;
@@ -841,7 +843,6 @@ TEST(TlsHandshakeTimeoutTest, SilentAndTrickledHandshakesAreClosedAtTheTimeout) 
     ASSERT_TRUE(silent_after.has_value()) << "the silent handshake was never closed";
     for (const auto after : {*trickle_after, *silent_after}) {
         EXPECT_GE(after, 950ms) << "not before the handshake timeout";
-        EXPECT_LT(after, 3s) << "at the timeout, well before the 10 s default";
     }
     EXPECT_EQ(trickle.pending(), "") << "closed silently";
     EXPECT_EQ(silent_got, "") << "closed silently";
@@ -1063,11 +1064,11 @@ TEST(TlsPressureTest, SilentHandshakesAtTheLimitAreReclaimedForARealClient) {
     }
     EXPECT_EQ(t.await(handshaking, 20), 20) << t.metrics();
     std::this_thread::sleep_for(1100ms); // past the grace (keep_alive_min_timeout / 10)
-    const auto start = steady::now();
     const command_result r = run(t.curl("-o /dev/null -w '%{response_code}' " + t.url()));
     EXPECT_EQ(r.output, "200");
-    EXPECT_LT(steady::now() - start, 3s) << "no wait for a handshake timeout (10 s)";
+    // Served because a silent handshake was closed for it, not after a handshake timeout.
     EXPECT_GE(t.await(closes("pressure"), 1), 1) << t.metrics();
+    EXPECT_EQ(t.metric(failures("timeout")), 0) << t.metrics();
     int closed = 0;
     for (auto& c : silent)
         closed += c->wait_closed(10ms).has_value() ? 1 : 0;
@@ -1207,7 +1208,8 @@ TEST(TlsRecordsTest, AGracefulStopEndsIdleConnectionsWithCloseNotifyAndHandshake
     // SIGTERM with two TLS connections idle after a response (TLS 1.3 on tarry's own records,
     // TLS 1.2 on OpenSSL's) and one accepted that never sent a ClientHello: the stop ends each
     // at once, the idle ones with close_notify, the handshake silently; the server exits 0.
-    tls_server t({"--workers", "1", "--close-spread-time", "0s", "--keep-alive-min-timeout", "0s"});
+    tls_server t({"--workers", "1", "--close-spread-time", "0s", "--keep-alive-min-timeout", "0s",
+                  "--drain-timeout", "1h"});
     ossl_client c13(t.port(), TLS1_3_VERSION);
     ossl_client c12(t.port(), TLS1_2_VERSION);
     ASSERT_TRUE(c13.connected()) << c13.error();
@@ -1218,9 +1220,9 @@ TEST(TlsRecordsTest, AGracefulStopEndsIdleConnectionsWithCloseNotifyAndHandshake
     ASSERT_GE(silent, 0);
     EXPECT_EQ(t.await_equal("tarry_connections_by_phase{phase=\"handshake\"}", 1), 1)
         << t.metrics();
-    const auto started = steady::now();
+    ASSERT_EQ(::kill(t.pid(), SIGTERM), 0);
+    ASSERT_TRUE(t.ends_within(60s)) << "it waited for the hour of drain_timeout";
     EXPECT_EQ(t.stop(), 0);
-    EXPECT_LT(steady::now() - started, 5s) << "nothing waited for drain_timeout";
     for (ossl_client* c : {&c13, &c12}) {
         int reason = 0;
         EXPECT_EQ(c->read_failure(reason), "close_notify");
@@ -1240,11 +1242,10 @@ TEST(TlsRecordsTest, APipelineAndCloseNotifyInOneSegmentDuringAGracefulStop) {
     for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
         SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
         tls_server t({"--workers", "1", "--close-spread-time", "1s", "--keep-alive-min-timeout",
-                      "3s", "--drain-timeout", "20s"});
+                      "3s", "--drain-timeout", "1h"});
         ossl_client c(t.port(), version);
         ASSERT_TRUE(c.connected()) << c.error();
         ASSERT_TRUE(c.get("/").starts_with("HTTP/1.1 200 OK"));
-        const auto started = steady::now();
         ASSERT_EQ(::kill(t.pid(), SIGTERM), 0);
         std::this_thread::sleep_for(300ms); // the stop is under way, the connection spared
         ASSERT_TRUE(t.alive());
@@ -1263,8 +1264,9 @@ TEST(TlsRecordsTest, APipelineAndCloseNotifyInOneSegmentDuringAGracefulStop) {
         int reason = 0;
         EXPECT_EQ(c.read_failure(reason), "close_notify");
         EXPECT_TRUE(c.socket_ends());
+        // Ended by the one SIGTERM above (a second would stop it at once, whatever it held).
+        ASSERT_TRUE(t.ends_within(60s)) << "it waited for the hour of drain_timeout";
         EXPECT_EQ(t.stop(), 0);
-        EXPECT_LT(steady::now() - started, 5s) << "nothing waited for drain_timeout";
     }
 }
 
@@ -1484,15 +1486,14 @@ TEST_F(TlsEndsTest, APipelineAndItsCloseNotifyInOneSegmentAreAllAnswered) {
             ASSERT_TRUE(c.write_records(pipeline, one_record ? 1 << 14 : pipeline.size() / 3));
             ASSERT_TRUE(c.send_close_notify());
             c.cork(false);
-            const auto started = steady::now();
             const std::string got = c.read_until("upgrade=none", 3);
             EXPECT_EQ(count(got, "HTTP/1.1 200 "), 3u) << got;
             const auto p1 = got.find("GET /p1 ");
             const auto p2 = got.find("GET /p2 ");
             const auto p3 = got.find("GET /p3 ");
             EXPECT_TRUE(p1 < p2 && p2 < p3 && p3 != std::string::npos) << got;
+            // Within the client's bounded read: long before the 65 s keep-alive timeout.
             expect_orderly_end(c);
-            EXPECT_LT(steady::now() - started, 3s);
         }
     }
 }

@@ -2,12 +2,14 @@
 // and the upstream's keep-alive. Timing checks are one-sided with generous slack.
 #include "proxy_fixture.hpp"
 
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 namespace tarry::test {
 namespace {
@@ -28,6 +30,25 @@ protected:
         node.reset();
     }
 };
+
+/// TCP_NODELAY on each of this process's TCP sockets connected to `port`: the proxy's
+/// connections to the application there.
+std::vector<int> nodelay_towards(std::uint16_t port) {
+    std::vector<int> on;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        const int fd = std::stoi(e.path().filename().string());
+        sockaddr_in peer{};
+        socklen_t len = sizeof peer;
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+            peer.sin_family != AF_INET || ntohs(peer.sin_port) != port)
+            continue;
+        int v = 0;
+        socklen_t vlen = sizeof v;
+        if (::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &vlen) == 0) on.push_back(v != 0);
+    }
+    return on;
+}
 
 /// Reads a Content-Length response to `fd`, counting and discarding its body (so the test's
 /// own memory stays flat). Returns the body size, or -1.
@@ -184,7 +205,7 @@ TEST_F(ProxyNodeTest, SlowClientDoesNotMakeTheProxyBuffer) {
     test_client c(port, 4096);
     const std::int64_t before = heap_in_use();
     ASSERT_TRUE(c.send("GET /big?n=" + std::to_string(total) + " HTTP/1.1\r\nHost: t\r\n\r\n"));
-    std::this_thread::sleep_for(1s); // not reading
+    std::this_thread::sleep_for(1s); // by design: a while of not reading, as the body comes
     const std::int64_t stalled = heap_in_use();
     EXPECT_LT(stalled - before, 2 << 20) << "bytes held while the client did not read";
     EXPECT_EQ(drain_response(c.fd(), 60s), total);
@@ -269,8 +290,7 @@ TEST_F(ProxyNodeTest, ABodyAfterItsHeadGoesUpWithoutWaitingForAnAck) {
     const int one = 1; // this client's own Nagle is not what is tested
     ::setsockopt(c.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     // On a pooled connection the head and the body are two writes: with Nagle on, the second
-    // would wait for the upstream's delayed ACK (about 40 ms each).
-    const auto start = steady::now();
+    // would wait for the upstream's delayed ACK (about 40 ms each). So Nagle is off.
     for (int i = 0; i < 20; ++i) {
         ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\n"));
         std::this_thread::sleep_for(1ms); // the body in a packet of its own
@@ -279,8 +299,8 @@ TEST_F(ProxyNodeTest, ABodyAfterItsHeadGoesUpWithoutWaitingForAnAck) {
         ASSERT_TRUE(r.has_value());
         ASSERT_EQ(r->body, "5");
     }
-    EXPECT_LT(steady::now() - start, 600ms) << "20 uploads; with Nagle they take 800 ms or more";
     EXPECT_EQ(metrics().opened.get(), 1);
+    EXPECT_EQ(nodelay_towards(node->port()), std::vector<int>{1});
 }
 
 TEST_F(ProxyNodeTest, Http10ClientGetsAnUnknownLengthBodyToTheClose) {
@@ -342,11 +362,10 @@ TEST_F(ProxyNodeTest, SlowUpstreamGets504AfterTheResponseTimeout) {
     ups.response_timeout = 300ms;
     start_with();
     const auto sent = steady::now();
-    auto r = get_once("/slow?ms=3000");
+    auto r = get_once("/slow?ms=30000"); // the 504, not the answer, ends the wait
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 504);
     EXPECT_GE(steady::now() - sent, 300ms);
-    EXPECT_LT(steady::now() - sent, 2500ms);
     EXPECT_EQ(metrics().errors_of(upstream::upstream_error::timeout), 1);
     EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
 }
@@ -452,7 +471,7 @@ TEST_F(ProxyNodeTest, ClientGoneMidResponseReleasesTheUpstreamConnection) {
     {
         test_client c(port, 4096);
         ASSERT_TRUE(c.send("GET /big?n=20000000 HTTP/1.1\r\nHost: t\r\n\r\n"));
-        std::this_thread::sleep_for(200ms);
+        ASSERT_TRUE(c.wait_for("\r\n\r\n")); // mid-response
     }
     EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
     EXPECT_EQ(metrics().idle.get(), 0); // half-used: closed, never pooled
