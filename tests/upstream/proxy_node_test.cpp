@@ -16,19 +16,29 @@ namespace {
 
 class ProxyNodeTest : public ProxyTest {
 protected:
+    /// One application for the suite, with a 5 s keep-alive: each test has a server of its own,
+    /// so pools of its own, and looks at nothing the application keeps but through /stats.
+    static void SetUpTestSuite() { shared_node = std::make_unique<node_backend>(); }
+    static void TearDownTestSuite() { shared_node.reset(); }
+
+    /// A test's own application, where it needs another keep-alive, a Unix socket, or counts
+    /// (/stats) of its own.
     std::unique_ptr<node_backend> node;
 
-    void start_with(int keep_alive_ms = 5000) {
-        node = std::make_unique<node_backend>(keep_alive_ms);
-        ASSERT_NE(node->port(), 0) << "node did not start";
-        ups.servers = {
-            upstream::server_address::parse("127.0.0.1:" + std::to_string(node->port()))};
+    void start_with(int keep_alive_ms = 5000, bool own_application = false) {
+        if (keep_alive_ms != 5000 || own_application)
+            node = std::make_unique<node_backend>(keep_alive_ms);
+        const node_backend& app = node ? *node : *shared_node;
+        ASSERT_NE(app.port(), 0) << "node did not start";
+        ups.servers = {upstream::server_address::parse("127.0.0.1:" + std::to_string(app.port()))};
         start();
     }
     void TearDown() override {
         ProxyTest::TearDown();
         node.reset();
     }
+
+    static inline std::unique_ptr<node_backend> shared_node;
 };
 
 /// TCP_NODELAY on each of this process's TCP sockets connected to `port`: the proxy's
@@ -106,7 +116,7 @@ TEST_F(ProxyNodeTest, ForwardsFieldsWithoutHopByHopAndAddsForwarded) {
 }
 
 TEST_F(ProxyNodeTest, SequentialRequestsShareOneUpstreamConnection) {
-    start_with();
+    start_with(5000, true); // the application's own count of connections
     test_client c(port);
     for (int i = 0; i < 1000; ++i) {
         ASSERT_TRUE(c.send("GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
@@ -300,7 +310,7 @@ TEST_F(ProxyNodeTest, ABodyAfterItsHeadGoesUpWithoutWaitingForAnAck) {
         ASSERT_EQ(r->body, "5");
     }
     EXPECT_EQ(metrics().opened.get(), 1);
-    EXPECT_EQ(nodelay_towards(node->port()), std::vector<int>{1});
+    EXPECT_EQ(nodelay_towards(shared_node->port()), std::vector<int>{1});
 }
 
 TEST_F(ProxyNodeTest, Http10ClientGetsAnUnknownLengthBodyToTheClose) {
