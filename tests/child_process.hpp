@@ -163,8 +163,8 @@ public:
         const auto deadline = steady::now() + timeout;
         std::size_t eol;
         while ((eol = out_.find('\n')) == std::string::npos) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - steady::now());
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
             if (stdout_ < 0 || left.count() <= 0) return std::nullopt;
             pollfd p{stdout_, POLLIN, 0};
             if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;

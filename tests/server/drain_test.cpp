@@ -138,7 +138,8 @@ TEST_F(DrainTest, ARequestWaitingAtTheKeepAliveDeadlineIsServed) {
             std::this_thread::sleep_for(500ms);
             held.set_value();
         });
-        std::this_thread::sleep_for(150ms); // by design: the request comes mid-hold
+        // By design: the request comes mid-hold.
+        std::this_thread::sleep_for(150ms);
         ASSERT_TRUE(c.send(get)); // 150 ms after the response: well within 300 ms
         held.get_future().wait();
         auto r = c.read_response(2s);

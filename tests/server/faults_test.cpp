@@ -91,10 +91,9 @@ TEST_F(FaultsTest, ResetInTheMiddleOfARequest) {
     {
         test_client c(port);
         ASSERT_TRUE(c.send("GET /small HTTP/1.1\r\nHost: t\r\nX-Half: "));
-        ASSERT_TRUE(eventually([&] {
-            return srv->workers()[0]->metrics().phases[static_cast<std::size_t>(
-                       server::conn_phase::header)].get() == 1;
-        }));
+        constexpr auto header = static_cast<std::size_t>(server::conn_phase::header);
+        ASSERT_TRUE(
+            eventually([&] { return srv->workers()[0]->metrics().phases[header].get() == 1; }));
         reset(c);
     }
     expect_recovered();
@@ -138,7 +137,8 @@ TEST_F(FaultsTest, ClientClosesWithPipelinedResponsesQueued) {
         for (int i = 0; i < 200; ++i)
             many += "GET /big HTTP/1.1\r\nHost: t\r\n\r\n";
         ASSERT_TRUE(c.send(many));
-        ASSERT_TRUE(c.wait_for("\r\n\r\n")); // answering has begun
+        // Answering has begun.
+        ASSERT_TRUE(c.wait_for("\r\n\r\n"));
     } // closed with requests unread and responses unsent
     expect_recovered();
 }

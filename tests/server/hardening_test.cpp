@@ -393,7 +393,8 @@ TEST_F(HardeningTest, PressureTakesASilentConnectionOnceItsQuietTimeHasPassed) {
         EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
     }
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 3; }));
-    std::this_thread::sleep_for(700ms); // past the 600 ms of quiet time
+    // Past the 600 ms of quiet time.
+    std::this_thread::sleep_for(700ms);
     std::vector<std::unique_ptr<test_client>> newcomers; // kept open: the limit stays reached
     for (int i = 0; i < 2; ++i) {
         newcomers.push_back(std::make_unique<test_client>(port));

@@ -27,7 +27,9 @@ bool appears(const fs::path& file, const std::string& text) {
 }
 
 /// Output of a shell command (its stderr too).
-std::string shell(const std::string& cmd) { return run_shell(cmd).output; }
+std::string shell(const std::string& cmd) {
+    return run_shell(cmd).output;
+}
 
 /// Started on the addresses its arguments name (not on a free port of the fixture's choosing);
 /// `socket`: handed over as systemd does.
@@ -277,8 +279,8 @@ public:
                 << "\n  server tarry 127.0.0.1:" << to << " " << how[i] << "\n";
         }
         cfg.close();
-        child_.emplace(std::vector<std::string>{"haproxy", "-db", "-q", "-f",
-                                                (dir / "haproxy.cfg").string()});
+        child_.emplace(
+            std::vector<std::string>{"haproxy", "-db", "-q", "-f", (dir / "haproxy.cfg").string()});
         eventually([&] { return up(bind_host); }, 10s);
     }
     [[nodiscard]] std::uint16_t port(std::size_t i) const { return ports_.at(i); }

@@ -61,7 +61,8 @@ TEST_F(ProxyBackendTest, PostOnADeadReusedConnectionIsNeverReplayed) {
     EXPECT_EQ(metrics().retries.get(), 0);
     EXPECT_EQ(metrics().errors_of(upstream::upstream_error::reset), 1);
     EXPECT_TRUE(eventually([&] { return backend->posts == 2; }));
-    std::this_thread::sleep_for(100ms); // by design: a replay would have come by now
+    // By design: a replay would have come by now.
+    std::this_thread::sleep_for(100ms);
     EXPECT_EQ(backend->posts, 2); // received twice, once per request: never a third
     EXPECT_EQ(metrics().busy.get(), 0);
 }
