@@ -158,17 +158,13 @@ public:
     /// of a close move right after the descriptor is gone, so a client may see the close first.
     double await(const std::string& series, double value) const {
         double v = -1;
-        const auto deadline = steady::now() + 5s;
-        while ((v = metric(series)) < value && steady::now() < deadline)
-            std::this_thread::sleep_for(20ms);
+        eventually([&] { return (v = metric(series)) >= value; });
         return v;
     }
     /// Waits (up to 5 s) until a gauge is `value`; returns what it last read.
     double await_equal(const std::string& series, double value) const {
         double v = -1;
-        const auto deadline = steady::now() + 5s;
-        while ((v = metric(series)) != value && steady::now() < deadline)
-            std::this_thread::sleep_for(20ms);
+        eventually([&] { return (v = metric(series)) == value; });
         return v;
     }
     [[nodiscard]] std::string url(const std::string& host = "localhost") const {
@@ -751,11 +747,11 @@ TEST(TlsNodeTest, AHundredRequestsOnAKeepAliveAgentOverFewSockets) {
     EXPECT_EQ(count(r.output, "\"http/1.1\""), static_cast<std::size_t>(sockets)) << r.output;
     // One handshake per socket (full, or resumed from the agent's session cache).
     double handshakes = 0;
-    for (int i = 0; i < 100 && handshakes < static_cast<double>(sockets); ++i) {
+    eventually([&] {
         const std::string m = t.metrics();
         handshakes = sample(m, full) + sample(m, resumed);
-        if (handshakes < static_cast<double>(sockets)) std::this_thread::sleep_for(50ms);
-    }
+        return handshakes >= static_cast<double>(sockets);
+    });
     EXPECT_EQ(handshakes, static_cast<double>(sockets)) << t.metrics();
 }
 
@@ -799,10 +795,10 @@ TEST(TlsChromiumTest, APageWithItsAssetsLoadsOverHttpsAndIsScreenshotted) {
     for (const std::string asset :
          {"/", "/style.css", "/app.js", "/photo.png", "/logo.svg", "/pattern.png", "/data.json"}) {
         const std::string line = "\"GET " + asset + " HTTP/1.1\" 200 ";
-        bool found = false;
-        for (int i = 0; i < 100 && !(found = has(slurp(log), line)); ++i)
-            std::this_thread::sleep_for(50ms); // the access log is flushed within a second
-        EXPECT_TRUE(found) << asset << " not answered 200:\n" << slurp(log);
+        // The access log is flushed within a second.
+        EXPECT_TRUE(eventually([&] { return has(slurp(log), line); }))
+            << asset << " not answered 200:\n"
+            << slurp(log);
     }
     const std::string m = t.metrics();
     EXPECT_GE(sample(m, full), 2) << m;
@@ -1003,8 +999,7 @@ TEST(TlsReloadTest, ABadKeyIsRejectedKeepingTheRunningCertificateThenAGoodOneSwi
         write_config(cfg, "renewed", bad_key);
         ::kill(t.pid(), SIGHUP);
         ++n;
-        for (int i = 0; i < 100 && count(slurp(log), rejected) < n; ++i)
-            std::this_thread::sleep_for(50ms);
+        eventually([&] { return count(slurp(log), rejected) >= n; });
         const std::string out = slurp(log);
         EXPECT_EQ(count(out, rejected), n) << out;
         EXPECT_EQ(count(out, bad_key + ".key"), 1U) << "one line naming the key\n" << out;
@@ -1014,8 +1009,7 @@ TEST(TlsReloadTest, ABadKeyIsRejectedKeepingTheRunningCertificateThenAGoodOneSwi
     write_config(cfg, "renewed", "renewed");
     ::kill(t.pid(), SIGHUP);
     std::string cn;
-    for (int i = 0; i < 100 && (cn = served_cn(t, "localhost")) != "tarry-renewed"; ++i)
-        std::this_thread::sleep_for(50ms);
+    eventually([&] { return (cn = served_cn(t, "localhost")) == "tarry-renewed"; });
     EXPECT_EQ(cn, "tarry-renewed") << slurp(log);
     EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
     EXPECT_EQ(count(slurp(log), rejected), 2U) << slurp(log);
@@ -1056,7 +1050,8 @@ TEST(TlsCheckConfigTest, AMismatchedKeyExitsTwoAndAnExpiredCertificateWarns) {
 
 TEST(TlsPressureTest, SilentHandshakesAtTheLimitAreReclaimedForARealClient) {
     tls_server t({"--max-connections", "20", "--workers", "1"});
-    std::this_thread::sleep_for(200ms); // the start-up probe's connection is gone
+    // The start-up probe's connection is gone.
+    EXPECT_EQ(t.await_equal("tarry_connections_open", 0), 0) << t.metrics();
     std::vector<std::unique_ptr<test_client>> silent;
     for (int i = 0; i < 20; ++i) {
         silent.push_back(std::make_unique<test_client>(t.port()));
@@ -1081,7 +1076,8 @@ TEST(TlsPressureTest, SilentHandshakesAtTheLimitAreReclaimedForARealClient) {
 // the backlog for their handshake, and get it as soon as held connections go.
 TEST(TlsPressureTest, TheLimitHoldsForTlsClientsMidRequestAndNewcomersShakeHandsAsTheyGo) {
     tls_server t({"--max-connections", "4", "--workers", "1", "--header-timeout", "30s"});
-    std::this_thread::sleep_for(200ms); // the start-up probe's connection is gone
+    // The start-up probe's connection is gone.
+    EXPECT_EQ(t.await_equal("tarry_connections_open", 0), 0) << t.metrics();
     std::vector<std::unique_ptr<ossl_client>> held;
     for (int i = 0; i < 5; ++i) {
         held.push_back(std::make_unique<ossl_client>(t.port(), TLS1_3_VERSION));
@@ -1434,11 +1430,10 @@ TEST_F(TlsEndsTest, TheApplicationsHalfCloseComesFirstAndTheClientStillSends) {
         ASSERT_TRUE(c.send_close_notify());
         const std::string counted = "\"after_end\":" + std::to_string(late.size());
         std::string s;
-        for (int i = 0; i < 50 && s.find(counted) == std::string::npos; ++i) {
-            std::this_thread::sleep_for(100ms);
+        EXPECT_TRUE(eventually([&] {
             s = run(stats).output;
-        }
-        EXPECT_NE(s.find(counted), std::string::npos) << s;
+            return s.find(counted) != std::string::npos;
+        })) << s;
     }
 }
 
