@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <future>
 
@@ -230,7 +231,9 @@ void server::stop() {
 std::future<bool> server::request_reload() {
     auto done = std::make_shared<std::promise<bool>>();
     auto f = done->get_future();
-    boost::asio::post(io_, [this, done] { done->set_value(reload()); });
+    boost::asio::post(io_, [this, done] {
+        if (!reload([done] { done->set_value(true); })) done->set_value(false);
+    });
     return f;
 }
 
@@ -274,7 +277,7 @@ void server::set_unix_permissions(const std::vector<listen_address>& wanted) {
     }
 }
 
-bool server::reload() {
+bool server::reload(std::function<void()> applied) {
     // Everything new is built before anything changes: a failure anywhere leaves the server as
     // it was, and the next reload starts from the running state, not a half-applied one.
     config next;
@@ -293,6 +296,7 @@ bool server::reload() {
             next = load_config_file(*cfg_.config_file);
         } else {
             spdlog::info("reload: no configuration file to re-read");
+            if (applied) applied();
             return true;
         }
         preflight(next);
@@ -327,15 +331,21 @@ bool server::reload() {
     }
     access_ = access;
     set_unix_permissions(next.listen);
-    for (std::size_t i = 0; i < workers_.size(); ++i)
-        workers_[i]->reload(next, std::move(routers[i]), worker_count_, access_,
-                            std::move(added[i]), next_tls);
     if (next_tls)
         for (const std::string& w : next_tls->warnings())
             spdlog::warn("reload: {}", w);
     tls_ = std::move(next_tls);
     cfg_ = std::move(next);
     spdlog::info("reloaded configuration");
+    // The server's state is final before any worker can report: whoever waits for `applied`
+    // may read it. Each worker applies the change on its own thread; the last to do so tells.
+    auto left = std::make_shared<std::atomic<std::size_t>>(workers_.size());
+    const auto one_applied = [left, applied = std::move(applied)] {
+        if (left->fetch_sub(1) == 1 && applied) applied();
+    };
+    for (std::size_t i = 0; i < workers_.size(); ++i)
+        workers_[i]->reload(cfg_, std::move(routers[i]), worker_count_, access_,
+                            std::move(added[i]), tls_, one_applied);
     return true;
 }
 

@@ -12,6 +12,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -41,7 +42,9 @@ public:
     void stop();
     /// Re-reads the configuration, from any thread (what SIGHUP does). All or nothing: the new
     /// state (routes, listeners, access log, admin endpoint) is built whole first, and applied
-    /// only if all of it could be; otherwise it resolves to false and nothing changed.
+    /// only if all of it could be; otherwise it resolves to false and nothing changed. It
+    /// resolves to true once every worker has applied the change on its own thread, so a
+    /// request sent after it is answered under the new configuration.
     std::future<bool> request_reload();
 
     /// The addresses the main listeners are bound to (ports resolved), one per address.
@@ -54,7 +57,9 @@ public:
 
 private:
     void wait_signal();
-    bool reload();
+    /// `applied` runs (on some worker's thread) once every worker has applied the change; not
+    /// at all when it returns false.
+    bool reload(std::function<void()> applied = {});
     /// The access log at `path`, its waiting lines flushed within a second by log_flush_.
     std::shared_ptr<access_log> open_access_log(const std::filesystem::path& path,
                                                 const std::string& format);

@@ -203,10 +203,13 @@ void worker::finish_stop() noexcept {
 void worker::reload(const config& cfg, std::shared_ptr<http::router> routes, unsigned workers,
                     std::shared_ptr<access_log> access,
                     std::vector<std::shared_ptr<listener>> added,
-                    std::shared_ptr<const tls::context> tls) {
+                    std::shared_ptr<const tls::context> tls, std::function<void()> applied) {
     post([this, cfg, routes = std::move(routes), workers, access = std::move(access),
-          added = std::move(added), tls = std::move(tls)]() mutable {
-        if (stopping_) return;
+          added = std::move(added), tls = std::move(tls), applied = std::move(applied)]() mutable {
+        if (stopping_) {
+            if (applied) applied();
+            return;
+        }
         const worker_settings old = settings_;
         settings_ = worker_settings::from(cfg, routes.get(), workers, access.get(), std::move(tls));
         access_ = std::move(access); // the old log is closed once no worker writes to it
@@ -235,6 +238,7 @@ void worker::reload(const config& cfg, std::shared_ptr<http::router> routes, uns
             registry_.retime(client_kinds::retired, old.keep_alive, settings_.keep_alive);
         }
         sync_listeners(cfg.listen, added);
+        if (applied) applied();
     });
 }
 

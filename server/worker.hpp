@@ -62,10 +62,13 @@ public:
     // Thread-safe: posted to the worker's thread.
     void stop(duration drain);
     /// Applies a configuration checked and built by the server: nothing here can fail but the
-    /// opening of a new listener address, which the server has bound once already.
+    /// opening of a new listener address, which the server has bound once already. `applied`
+    /// runs on the worker's thread once the change is in force (or dropped: a stopping worker
+    /// takes no new configuration).
     void reload(const config& cfg, std::shared_ptr<http::router> routes, unsigned workers,
                 std::shared_ptr<access_log> access, std::vector<std::shared_ptr<listener>> added,
-                std::shared_ptr<const tls::context> tls = nullptr);
+                std::shared_ptr<const tls::context> tls = nullptr,
+                std::function<void()> applied = {});
     void post(std::function<void()> f);
 
     // The worker's own thread.

@@ -1,10 +1,13 @@
 // examples/idle_echo as its users run it: a child process on 127.0.0.1 port 0, real sockets,
 // short timeouts and generous, one-sided timing checks.
+#include "child_process.hpp"
+
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
+#include <memory>
 #include <netinet/in.h>
 #include <optional>
 #include <string>
@@ -12,6 +15,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace idle_echo::test {
 namespace {
@@ -75,39 +79,25 @@ private:
 class IdleEchoTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        int out[2];
-        ASSERT_EQ(::pipe(out), 0);
-        child_pid = ::fork();
-        ASSERT_GE(child_pid, 0);
-        if (child_pid == 0) {
-            ::dup2(out[1], STDOUT_FILENO);
-            ::close(out[0]);
-            ::close(out[1]);
-            const std::string login = std::to_string(login_timeout.count());
-            const std::string idle = std::to_string(idle_timeout.count());
-            ::execl(IDLE_ECHO_BINARY, IDLE_ECHO_BINARY, "--port", "0", "--login-timeout-ms",
-                    login.c_str(), "--idle-timeout-ms", idle.c_str(), static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        ::close(out[1]);
+        tarry::test::child_options o;
+        o.pipe_stdout = true; // kept open: the server prints its count of timeouts as it exits
+        child = std::make_unique<tarry::test::child_process>(
+            std::vector<std::string>{IDLE_ECHO_BINARY, "--port", "0", "--login-timeout-ms",
+                                     std::to_string(login_timeout.count()), "--idle-timeout-ms",
+                                     std::to_string(idle_timeout.count())},
+            o);
         // "listening on 127.0.0.1:PORT"
-        std::string line;
-        char c;
-        while (::read(out[0], &c, 1) == 1 && c != '\n')
-            line += c;
-        child_stdout = out[0]; // kept open: the server prints its count of timeouts as it exits
+        const std::string line = child->read_line().value_or("");
         const auto colon = line.rfind(':');
         ASSERT_NE(colon, std::string::npos) << line;
         port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
         ASSERT_NE(port, 0);
     }
     static void TearDownTestSuite() {
-        if (child_pid <= 0) return;
-        ::kill(child_pid, SIGTERM);
-        int st = 0;
-        ::waitpid(child_pid, &st, 0);
-        ::close(child_stdout);
-        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "wait status " << st;
+        if (!child) return;
+        const int code = child->stop();
+        EXPECT_EQ(code, 0) << "ended by signal " << child->end_signal();
+        child.reset();
     }
 
     static std::unique_ptr<client> logged_in(const std::string& name) {
@@ -118,9 +108,8 @@ protected:
         return c;
     }
 
-    static inline pid_t child_pid = -1;
+    static inline std::unique_ptr<tarry::test::child_process> child;
     static inline std::uint16_t port = 0;
-    static inline int child_stdout = -1;
 };
 
 TEST_F(IdleEchoTest, EchoesLinesAfterLogin) {

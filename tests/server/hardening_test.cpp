@@ -5,6 +5,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,16 +34,16 @@ TEST_F(HardeningTest, EmptyLinesDoNotKeepAnIdleConnectionAlive) {
     test_client c(port);
     ASSERT_TRUE(c.send(get));
     ASSERT_TRUE(c.read_response());
-    const auto answered = steady::now();
-    // An empty line every 200 ms: tolerated between requests, but not activity.
-    for (int i = 0; i < 15 && !c.closed(); ++i) {
+    // An empty line every 200 ms (the gaps are the test): tolerated between requests, but not
+    // activity, so the 500 ms deadline does not move and the close comes mid-trickle.
+    int lines = 0;
+    for (; lines < 15 && !c.closed(); ++lines) {
         std::this_thread::sleep_for(200ms);
         if (!c.send("\r\n")) break;
         (void)c.wait_closed(1ms);
     }
-    const auto closed = c.wait_closed(3s);
-    ASSERT_TRUE(closed);
-    EXPECT_LT(*closed - answered, 1500ms); // the 500 ms deadline did not move
+    ASSERT_TRUE(c.wait_closed(10s));
+    EXPECT_LT(lines, 15) << "the empty lines kept it open";
     EXPECT_GE(closes(*srv, close_reason::keep_alive_timeout), 1);
 }
 
@@ -57,7 +58,7 @@ TEST_F(HardeningTest, EachPipelinedRequestHasItsOwnHeaderDeadline) {
     ASSERT_TRUE(c.send(request.substr(0, half)));
     int answered = 0;
     for (int i = 0; i < 14; ++i) {
-        std::this_thread::sleep_for(150ms);
+        std::this_thread::sleep_for(150ms); // the gap is the test: under the 400 ms each time
         ASSERT_TRUE(c.send(request.substr(half) + request.substr(0, half)));
         auto r = c.read_response(2s);
         ASSERT_TRUE(r) << "after " << answered << " responses";
@@ -97,15 +98,17 @@ TEST_F(HardeningTest, LingeringEndsAtItsTotalNotAtTheNextRead) {
     auto r = c.read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 413);
-    // Keep trickling within lingering_timeout: the server reads on, then ends at lingering_time.
-    for (int i = 0; i < 20 && !c.closed(); ++i) {
+    // Keep trickling within lingering_timeout (the gaps are the test): the server reads on,
+    // then ends at lingering_time, mid-trickle.
+    int pieces = 0;
+    for (; pieces < 20 && !c.closed(); ++pieces) {
         std::this_thread::sleep_for(100ms);
         if (!c.send("more")) break;
     }
-    const auto closed = c.wait_closed(5s);
+    const auto closed = c.wait_closed(10s);
     ASSERT_TRUE(closed);
     EXPECT_GE(*closed - sent, 900ms);
-    EXPECT_LT(*closed - sent, 4s);
+    EXPECT_LT(pieces, 20) << "lingered as long as the trickle went on";
 }
 
 TEST_F(HardeningTest, BodyATrickleCannotStretchPastRequestTimeout) {
@@ -118,15 +121,16 @@ TEST_F(HardeningTest, BodyATrickleCannotStretchPastRequestTimeout) {
     test_client c(port);
     const auto sent = steady::now();
     ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n"));
-    for (int i = 0; i < 30 && !c.closed(); ++i) {
+    int bytes = 0;
+    for (; bytes < 30 && !c.closed(); ++bytes) {
         std::this_thread::sleep_for(100ms); // well within body_timeout each time
         if (!c.send("x")) break;
         (void)c.wait_closed(1ms);
     }
-    const auto closed = c.wait_closed(5s);
+    const auto closed = c.wait_closed(10s);
     ASSERT_TRUE(closed);
     EXPECT_GE(*closed - sent, 600ms);
-    EXPECT_LT(*closed - sent, 2500ms);
+    EXPECT_LT(bytes, 30) << "the trickle ran its course: closed at the body timeout";
     EXPECT_NE(c.pending().find(" 408 "), std::string::npos) << c.pending();
 }
 
@@ -145,7 +149,8 @@ TEST_F(HardeningTest, OneByteConnectionsCostAKilobyteNotAHeader) {
         ASSERT_TRUE(flood.back()->send("G"));
     }
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 1000; }));
-    std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(eventually([&] { return in_phase(*srv, server::conn_phase::header) == 1000; }))
+        << "each has read its byte";
     const std::int64_t during = heap_in_use();
     // 1000 whole-header buffers would be 257 MB; a kilobyte each is 1 MB, plus the clients.
     EXPECT_LT(during - before, 8 << 20) << "bytes held for 1000 one-byte connections";
@@ -193,14 +198,13 @@ TEST_F(HardeningTest, PressureReclaimsSilentConnectionsOldestFirst) {
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 8; }))
         << srv->workers()[0]->connections();
     std::this_thread::sleep_for(150ms); // silent for longer than keep_alive_min_timeout
-    // An ordinary client at the limit is served at once: the oldest silent one goes.
+    // An ordinary client at the limit is served, long before a header timeout would free a
+    // place: the oldest silent one goes.
     for (int i = 0; i < 4; ++i) {
         test_client c(port);
-        const auto sent = steady::now();
         ASSERT_TRUE(c.send(get));
-        auto r = c.read_response(2s);
+        auto r = c.read_response(10s);
         ASSERT_TRUE(r) << "ordinary client " << i;
-        EXPECT_LT(steady::now() - sent, 1s);
     }
     EXPECT_TRUE(silent.front()->wait_closed(2s));
     EXPECT_GE(closes(*srv, close_reason::pressure), 1);
@@ -214,7 +218,7 @@ TEST_F(HardeningTest, OutOfDescriptorsEachNewcomerCostsOneIdleConnection) {
     for (int i = 0; i < 4; ++i)
         silent.push_back(std::make_unique<test_client>(port));
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 4; }));
-    std::this_thread::sleep_for(150ms);
+    std::this_thread::sleep_for(150ms); // silent for longer than keep_alive_min_timeout
     std::optional<response> r;
     {
         const descriptor_limit limit; // the newcomer's socket, and none for the server's accept
@@ -227,8 +231,8 @@ TEST_F(HardeningTest, OutOfDescriptorsEachNewcomerCostsOneIdleConnection) {
     // the newcomer may cost an idle connection.
     EXPECT_EQ(closes(*srv, close_reason::pressure), 1);
     EXPECT_TRUE(silent.front()->wait_closed(2s));
-    std::this_thread::sleep_for(50ms);
-    EXPECT_EQ(srv->workers()[0]->connections(), 3);
+    EXPECT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 3; }))
+        << srv->workers()[0]->connections();
 }
 
 TEST_F(HardeningTest, OutOfDescriptorsNewcomersOneAfterAnotherEachCostOneIdleConnection) {
@@ -239,7 +243,7 @@ TEST_F(HardeningTest, OutOfDescriptorsNewcomersOneAfterAnotherEachCostOneIdleCon
     for (int i = 0; i < 4; ++i)
         silent.push_back(std::make_unique<test_client>(port));
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 4; }));
-    std::this_thread::sleep_for(150ms);
+    std::this_thread::sleep_for(150ms); // silent for longer than keep_alive_min_timeout
     std::vector<std::unique_ptr<test_client>> served; // kept open: the process stays at its limit
     {
         const descriptor_limit limit;
@@ -267,7 +271,7 @@ TEST_F(HardeningTest, PressureSparesAConnectionMidRequest) {
     ASSERT_TRUE(partial.send("GET / HTTP/1.1\r\nHost:")); // mid-request: never reclaimed
     test_client silent(port);
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 2; }));
-    std::this_thread::sleep_for(150ms);
+    std::this_thread::sleep_for(150ms); // silent for longer than keep_alive_min_timeout
     test_client c(port);
     ASSERT_TRUE(c.send(get));
     ASSERT_TRUE(c.read_response(2s));
@@ -315,14 +319,18 @@ TEST_F(HardeningTest, PressureSparesAnIdleClientWhoseRequestCameInTheSameTurnAsA
         test_client a(port);
         ASSERT_TRUE(a.send(get));
         ASSERT_TRUE(a.read_response(2s));
-        std::this_thread::sleep_for(20ms);
+        std::this_thread::sleep_for(20ms); // a's last use clearly before b's
         test_client b(port);
         ASSERT_TRUE(b.send(get));
         ASSERT_TRUE(b.read_response(2s));
         std::this_thread::sleep_for(150ms); // both idle past keep_alive_min_timeout; a oldest
         // Hold the worker, so that both arrivals land in one batch of events.
-        boost::asio::post(srv->workers()[0]->io(), [] { std::this_thread::sleep_for(300ms); });
-        std::this_thread::sleep_for(50ms);
+        std::atomic<bool> held{false};
+        boost::asio::post(srv->workers()[0]->io(), [&held] {
+            held = true;
+            std::this_thread::sleep_for(300ms);
+        });
+        ASSERT_TRUE(eventually([&] { return held.load(); }));
         std::optional<test_client> newcomer;
         if (!client_first) newcomer.emplace(port);
         ASSERT_TRUE(a.send(get));
@@ -385,6 +393,7 @@ TEST_F(HardeningTest, PressureTakesASilentConnectionOnceItsQuietTimeHasPassed) {
         EXPECT_EQ(closes(*srv, close_reason::pressure), 0);
     }
     ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 3; }));
+    // Past the 600 ms of quiet time.
     std::this_thread::sleep_for(700ms);
     std::vector<std::unique_ptr<test_client>> newcomers; // kept open: the limit stays reached
     for (int i = 0; i < 2; ++i) {
@@ -470,7 +479,7 @@ TEST_F(HardeningTest, PressureTakesAConnectionThatOnlyDiscardsARefusedBody) {
     test_client other(port);
     ASSERT_TRUE(other.send(get));
     ASSERT_TRUE(other.read_response());
-    std::this_thread::sleep_for(300ms);
+    std::this_thread::sleep_for(300ms); // both quiet past keep_alive_min_timeout
     test_client newcomer(port);
     ASSERT_TRUE(newcomer.send(get));
     auto r = newcomer.read_response(2s);
@@ -493,7 +502,7 @@ TEST_F(HardeningTest, AKeepAliveConnectionIsNotTakenAsSilentWhenTheirListsAreOne
     start();
     auto pool = used_connections(port, 2);
     test_client& a = *pool[0];
-    std::this_thread::sleep_for(700ms);
+    std::this_thread::sleep_for(700ms); // past the 500 ms silent grace
     test_client newcomer(port);
     ASSERT_TRUE(newcomer.send(get));
     ASSERT_TRUE(newcomer.read_response(2s));

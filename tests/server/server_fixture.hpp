@@ -29,6 +29,14 @@ inline std::int64_t closes(server::server& s, server::close_reason r) {
     return n;
 }
 
+/// Connections in phase `p` now, over every worker (a request's head half read: `header`).
+inline std::int64_t in_phase(server::server& s, server::conn_phase p) {
+    std::int64_t n = 0;
+    for (auto& w : s.workers())
+        n += w->metrics().phases[static_cast<std::size_t>(p)].get();
+    return n;
+}
+
 /// The process at its open-file limit but for `spare` descriptors, until destroyed: every
 /// number up to the limit is taken (holes filled with /dev/null) but the last `spare`. The
 /// test's next sockets take those; the server's next accept then finds none (EMFILE).

@@ -1,6 +1,6 @@
 // The server in-process on 127.0.0.1:0 with real sockets and short timeouts. Every timing check
-// is one-sided with generous slack: "not before the deadline" is exact, "soon after" allows
-// seconds, so a loaded machine makes these slower, never red.
+// is one-sided: "not before the deadline" is exact, and what must happen is waited for with a
+// generous deadline, never timed, so a loaded machine makes these slower, never red.
 #include "server_fixture.hpp"
 
 #include <tarry/server/server.hpp>
@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <thread>
 
@@ -66,7 +67,6 @@ TEST_F(ServerTest, IdleConnectionClosedAfterKeepAliveTimeoutNeverBefore) {
     const auto closed = c.wait_closed(10s);
     ASSERT_TRUE(closed);
     EXPECT_GE(*closed - answered, 300ms);
-    EXPECT_LT(*closed - answered, 3s);
     EXPECT_TRUE(c.pending().empty()); // a silent close
     EXPECT_TRUE(eventually([&] { return closes(*srv, close_reason::keep_alive_timeout) == 1; }));
 }
@@ -91,11 +91,14 @@ TEST_F(ServerTest, SlowlorisTrickleClosedAtHeaderTimeoutWith408) {
     const auto started = steady::now(); // the first request's deadline counts from accept
     test_client c(port);
     ASSERT_TRUE(c.send("GET / HTTP/1.1\r\n"));
-    // One header line every 50 ms: the deadline is a total from the first byte, not a gap.
-    for (int i = 0; i < 40 && !c.closed(); ++i) {
-        c.send("X-Trickle-" + std::to_string(i) + ": y\r\n");
+    // One header line every 50 ms: the deadline is a total from the first byte, not a gap
+    // (which each line would put off until the trickle ends).
+    int lines = 0;
+    for (; lines < 40 && !c.closed(); ++lines) {
+        c.send("X-Trickle-" + std::to_string(lines) + ": y\r\n");
         c.wait_closed(50ms);
     }
+    EXPECT_LT(lines, 40) << "closed only once the trickle ended";
     auto r = c.read_response(5s);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 408);
@@ -103,7 +106,6 @@ TEST_F(ServerTest, SlowlorisTrickleClosedAtHeaderTimeoutWith408) {
     const auto closed = c.wait_closed(5s);
     ASSERT_TRUE(closed);
     EXPECT_GE(*closed - started, 300ms);
-    EXPECT_LT(*closed - started, 1900ms); // well before the 40 * 50 ms of trickle
     EXPECT_TRUE(eventually([&] { return closes(*srv, close_reason::header_timeout) == 1; }));
 }
 
@@ -307,7 +309,7 @@ TEST_F(ServerTest, GracefulStopFinishesTheRequestInFlight) {
     ASSERT_TRUE(idle.read_response());
     test_client busy(port);
     ASSERT_TRUE(busy.send("GET / HTTP/1.1\r\nHost: t\r\n")); // headers not finished yet
-    std::this_thread::sleep_for(50ms);
+    ASSERT_TRUE(eventually([&] { return in_phase(*srv, server::conn_phase::header) == 1; }));
 
     srv->stop();
     EXPECT_TRUE(idle.wait_closed(3s)); // idle connections close at once
@@ -325,12 +327,13 @@ TEST_F(ServerTest, GracefulStopFinishesTheRequestInFlight) {
 }
 
 TEST_F(ServerTest, StopWithNothingOpenReturnsPromptly) {
-    start();
-    const auto t0 = steady::now();
+    cfg.drain_timeout = 1h; // nothing to drain: run() returns without waiting for it
+    srv = std::make_unique<server::server>(cfg);
+    auto ran = std::async(std::launch::async, [this] { srv->run(); });
     srv->stop();
-    runner.join();
+    // No Date timer or empty timeout list holds it.
+    ASSERT_EQ(ran.wait_for(60s), std::future_status::ready);
     srv.reset();
-    EXPECT_LT(steady::now() - t0, 3s); // no Date timer or empty timeout list holds it
 }
 
 TEST_F(ServerTest, TwoWorkersShareOnePort) {
@@ -407,7 +410,7 @@ TEST_F(AsyncHandlerTest, ClientGoneMidStreamAbortsTheAnswer) {
     {
         test_client c(port);
         ASSERT_TRUE(c.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"));
-        std::this_thread::sleep_for(60ms); // the head and a piece or two are out
+        ASSERT_TRUE(c.wait_for("\r\n\r\n")); // the head is out, the pieces follow
     }
     EXPECT_TRUE(eventually([&] { return counts.aborted == 1; }));
     EXPECT_TRUE(eventually([&] { return counts.alive == 0; }));
@@ -427,8 +430,8 @@ TEST_F(AsyncHandlerTest, SlowReaderMakesTheAnswerWaitForRoom) {
     start();
     test_client c(port, 4096);
     ASSERT_TRUE(c.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"));
-    std::this_thread::sleep_for(300ms); // not reading: the socket and then the queue fill up
-    EXPECT_GT(counts.paused, 0);
+    // Not reading: the socket and then the queue fill up.
+    EXPECT_TRUE(eventually([&] { return counts.paused > 0; }));
     auto r = c.read_response(10s);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->body.size(), expected_body(shape).size());
@@ -465,16 +468,15 @@ TEST_F(AsyncHandlerTest, ChunkedUploadIsTakenWhole) {
 }
 
 TEST_F(AsyncHandlerTest, RequestsAHandlerCannotTakeAreRefusedAtTheHeader) {
-    cfg.body_timeout = 5s;
+    cfg.body_timeout = 1h;
     start();
     test_client c(port);
-    const auto sent = steady::now();
-    // The built-in answer takes no body: 405 at once, not after a body that never comes.
+    // The built-in answer takes no body: 405 at once, not after a body that never comes (nor
+    // 408 at the body timeout).
     ASSERT_TRUE(c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc"));
-    auto r = c.read_response(2s);
+    auto r = c.read_response(30s);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 405);
-    EXPECT_LT(steady::now() - sent, 2s);
 }
 
 TEST_F(AsyncHandlerTest, StopWaitsForAnAnswerInFlight) {
@@ -482,7 +484,7 @@ TEST_F(AsyncHandlerTest, StopWaitsForAnAnswerInFlight) {
     start();
     test_client c(port);
     ASSERT_TRUE(c.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"));
-    std::this_thread::sleep_for(50ms);
+    ASSERT_TRUE(eventually([&] { return counts.alive == 1; })); // the answer has begun
     srv->stop();
     auto r = c.read_response();
     ASSERT_TRUE(r);

@@ -2,6 +2,7 @@
 
 // The tarry binary as a child process, for tests of what users do with it: exit statuses,
 // signals, sockets handed over by systemd.
+#include "child_process.hpp"
 #include "test_client.hpp"
 
 #include <csignal>
@@ -87,68 +88,39 @@ struct launch_options {
 class tarry_process {
 public:
     explicit tarry_process(std::vector<std::string> args, launch_options opts = {})
-        : port_(opts.listen ? free_port() : 0) {
+        : port_(opts.listen ? free_port() : 0),
+          child_(command(std::move(args), opts, port_), child_options_of(opts)) {
+        if (opts.listen) eventually([&] { return test_client(port_).connected(); }, 10s);
+    }
+
+    /// SIGTERM, then the exit status (-1 if it did not exit normally).
+    int stop() { return child_.stop(); }
+    /// Waits for it to exit by itself: the exit status (-1 if it did not exit normally).
+    int wait() { return child_.wait(); }
+    [[nodiscard]] pid_t pid() const noexcept { return child_.pid(); }
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] child_process& process() noexcept { return child_; }
+
+private:
+    static std::vector<std::string> command(std::vector<std::string> args,
+                                            const launch_options& opts, std::uint16_t port) {
         if (opts.listen)
-            args.insert(args.begin(), {"--listen", "127.0.0.1:" + std::to_string(port_)});
+            args.insert(args.begin(), {"--listen", "127.0.0.1:" + std::to_string(port)});
         args.insert(args.begin(), {"--log-level", "warn"});
         args.insert(args.begin(), TARRY_BINARY);
         args.insert(args.begin(), opts.wrapper.begin(), opts.wrapper.end());
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            if (!opts.output.empty()) {
-                if (std::FILE* f = std::fopen(opts.output.c_str(), "a")) {
-                    ::dup2(::fileno(f), 1);
-                    ::dup2(::fileno(f), 2);
-                }
-            }
-            if (opts.pass_socket >= 0) {
-                // sd_listen_fds(3): the sockets from descriptor 3 on, for this very process.
-                if (opts.pass_socket != 3) {
-                    ::dup2(opts.pass_socket, 3);
-                    ::close(opts.pass_socket);
-                }
-                ::setenv("LISTEN_FDS", "1", 1);
-                ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
-            }
-            std::vector<char*> argv;
-            for (auto& a : args)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execvp(argv.front(), argv.data());
-            ::_exit(127);
-        }
-        if (!opts.listen) return;
-        for (int i = 0; i < 200; ++i) { // up to 10 s to listen
-            if (test_client(port_).connected()) return;
-            std::this_thread::sleep_for(50ms);
-        }
+        return args;
     }
-    tarry_process(const tarry_process&) = delete;
-    tarry_process& operator=(const tarry_process&) = delete;
-    ~tarry_process() { stop(); }
 
-    /// SIGTERM, then the exit status (-1 if it did not exit normally).
-    int stop() {
-        if (pid_ <= 0) return status_;
-        ::kill(pid_, SIGTERM);
-        return wait();
+    static child_options child_options_of(const launch_options& opts) {
+        child_options o;
+        o.output = opts.output;
+        o.pass_socket = opts.pass_socket;
+        return o;
     }
-    /// Waits for it to exit by itself: the exit status (-1 if it did not exit normally).
-    int wait() {
-        if (pid_ <= 0) return status_;
-        int st = 0;
-        ::waitpid(pid_, &st, 0);
-        pid_ = -1;
-        status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        return status_;
-    }
-    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
-private:
     std::uint16_t port_;
-    pid_t pid_ = -1;
-    int status_ = -1;
+    child_process child_;
 };
 
 } // namespace tarry::test

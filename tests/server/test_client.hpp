@@ -172,6 +172,15 @@ public:
         return closed_at_;
     }
 
+    /// Waits until the bytes received and not yet read contain `text` (the head of a response
+    /// that streams, say). False on timeout or a close before it.
+    bool wait_for(const std::string& text, steady::duration timeout = 5s) {
+        const auto deadline = steady::now() + timeout;
+        while (buf_.find(text) == std::string::npos)
+            if (!fill(deadline)) return false;
+        return true;
+    }
+
     [[nodiscard]] bool closed() const { return closed_; }
     [[nodiscard]] const std::string& pending() const { return buf_; }
 

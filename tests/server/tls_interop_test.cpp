@@ -133,8 +133,7 @@ public:
                         const fs::path& log = {})
         : tls_port_(free_port()), admin_port_(free_port()),
           process_(arguments(args, default_certificate, tls_port_, admin_port_), launch(log)) {
-        for (int i = 0; i < 200 && scrape(admin_port_).empty(); ++i)
-            std::this_thread::sleep_for(50ms);
+        eventually([&] { return !scrape(admin_port_).empty(); }, 10s);
     }
 
     [[nodiscard]] std::uint16_t port() const { return tls_port_; }
@@ -148,6 +147,8 @@ public:
                stat[paren + 2] != 'Z';
     }
     int stop() { return process_.stop(); }
+    /// Whether it ended within `limit` (stop() then gives its exit status).
+    bool ends_within(steady::duration limit) { return process_.process().wait_for(limit); }
 
     [[nodiscard]] std::string metrics() const { return scrape(admin_port_); }
     [[nodiscard]] double metric(const std::string& series) const {
@@ -157,17 +158,13 @@ public:
     /// of a close move right after the descriptor is gone, so a client may see the close first.
     double await(const std::string& series, double value) const {
         double v = -1;
-        const auto deadline = steady::now() + 5s;
-        while ((v = metric(series)) < value && steady::now() < deadline)
-            std::this_thread::sleep_for(20ms);
+        eventually([&] { return (v = metric(series)) >= value; });
         return v;
     }
     /// Waits (up to 5 s) until a gauge is `value`; returns what it last read.
     double await_equal(const std::string& series, double value) const {
         double v = -1;
-        const auto deadline = steady::now() + 5s;
-        while ((v = metric(series)) != value && steady::now() < deadline)
-            std::this_thread::sleep_for(20ms);
+        eventually([&] { return (v = metric(series)) == value; });
         return v;
     }
     [[nodiscard]] std::string url(const std::string& host = "localhost") const {
@@ -750,11 +747,11 @@ TEST(TlsNodeTest, AHundredRequestsOnAKeepAliveAgentOverFewSockets) {
     EXPECT_EQ(count(r.output, "\"http/1.1\""), static_cast<std::size_t>(sockets)) << r.output;
     // One handshake per socket (full, or resumed from the agent's session cache).
     double handshakes = 0;
-    for (int i = 0; i < 100 && handshakes < static_cast<double>(sockets); ++i) {
+    eventually([&] {
         const std::string m = t.metrics();
         handshakes = sample(m, full) + sample(m, resumed);
-        if (handshakes < static_cast<double>(sockets)) std::this_thread::sleep_for(50ms);
-    }
+        return handshakes >= static_cast<double>(sockets);
+    });
     EXPECT_EQ(handshakes, static_cast<double>(sockets)) << t.metrics();
 }
 
@@ -798,10 +795,10 @@ TEST(TlsChromiumTest, APageWithItsAssetsLoadsOverHttpsAndIsScreenshotted) {
     for (const std::string asset :
          {"/", "/style.css", "/app.js", "/photo.png", "/logo.svg", "/pattern.png", "/data.json"}) {
         const std::string line = "\"GET " + asset + " HTTP/1.1\" 200 ";
-        bool found = false;
-        for (int i = 0; i < 100 && !(found = has(slurp(log), line)); ++i)
-            std::this_thread::sleep_for(50ms); // the access log is flushed within a second
-        EXPECT_TRUE(found) << asset << " not answered 200:\n" << slurp(log);
+        // The access log is flushed within a second.
+        EXPECT_TRUE(eventually([&] { return has(slurp(log), line); }))
+            << asset << " not answered 200:\n"
+            << slurp(log);
     }
     const std::string m = t.metrics();
     EXPECT_GE(sample(m, full), 2) << m;
@@ -822,14 +819,15 @@ TEST(TlsHandshakeTimeoutTest, SilentAndTrickledHandshakesAreClosedAtTheTimeout) 
     std::string silent_got;
     std::thread silent([&] {
         test_client c(t.port());
-        if (const auto at = c.wait_closed(15s)) silent_after = *at - start;
+        if (const auto at = c.wait_closed(8s)) silent_after = *at - start;
         silent_got = c.pending();
     });
     // One byte of a real ClientHello every 100 ms: never complete, never quiet.
     test_client trickle(t.port());
     ASSERT_TRUE(trickle.connected());
     std::optional<steady::duration> trickle_after;
-    for (std::size_t i = 0; i < hello.size() && steady::now() - start < 15s; ++i) {
+    // Waited for 8 s at most: well before the 10 s default.
+    for (std::size_t i = 0; i < hello.size() && steady::now() - start < 8s; ++i) {
         if (!trickle.send(hello.substr(i, 1))) break;
         if (const auto at = trickle.wait_closed(100ms)) {
             trickle_after = *at - start;
@@ -841,7 +839,6 @@ TEST(TlsHandshakeTimeoutTest, SilentAndTrickledHandshakesAreClosedAtTheTimeout) 
     ASSERT_TRUE(silent_after.has_value()) << "the silent handshake was never closed";
     for (const auto after : {*trickle_after, *silent_after}) {
         EXPECT_GE(after, 950ms) << "not before the handshake timeout";
-        EXPECT_LT(after, 3s) << "at the timeout, well before the 10 s default";
     }
     EXPECT_EQ(trickle.pending(), "") << "closed silently";
     EXPECT_EQ(silent_got, "") << "closed silently";
@@ -1002,8 +999,7 @@ TEST(TlsReloadTest, ABadKeyIsRejectedKeepingTheRunningCertificateThenAGoodOneSwi
         write_config(cfg, "renewed", bad_key);
         ::kill(t.pid(), SIGHUP);
         ++n;
-        for (int i = 0; i < 100 && count(slurp(log), rejected) < n; ++i)
-            std::this_thread::sleep_for(50ms);
+        eventually([&] { return count(slurp(log), rejected) >= n; });
         const std::string out = slurp(log);
         EXPECT_EQ(count(out, rejected), n) << out;
         EXPECT_EQ(count(out, bad_key + ".key"), 1U) << "one line naming the key\n" << out;
@@ -1013,8 +1009,7 @@ TEST(TlsReloadTest, ABadKeyIsRejectedKeepingTheRunningCertificateThenAGoodOneSwi
     write_config(cfg, "renewed", "renewed");
     ::kill(t.pid(), SIGHUP);
     std::string cn;
-    for (int i = 0; i < 100 && (cn = served_cn(t, "localhost")) != "tarry-renewed"; ++i)
-        std::this_thread::sleep_for(50ms);
+    eventually([&] { return (cn = served_cn(t, "localhost")) == "tarry-renewed"; });
     EXPECT_EQ(cn, "tarry-renewed") << slurp(log);
     EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
     EXPECT_EQ(count(slurp(log), rejected), 2U) << slurp(log);
@@ -1055,7 +1050,8 @@ TEST(TlsCheckConfigTest, AMismatchedKeyExitsTwoAndAnExpiredCertificateWarns) {
 
 TEST(TlsPressureTest, SilentHandshakesAtTheLimitAreReclaimedForARealClient) {
     tls_server t({"--max-connections", "20", "--workers", "1"});
-    std::this_thread::sleep_for(200ms); // the start-up probe's connection is gone
+    // The start-up probe's connection is gone.
+    EXPECT_EQ(t.await_equal("tarry_connections_open", 0), 0) << t.metrics();
     std::vector<std::unique_ptr<test_client>> silent;
     for (int i = 0; i < 20; ++i) {
         silent.push_back(std::make_unique<test_client>(t.port()));
@@ -1063,11 +1059,11 @@ TEST(TlsPressureTest, SilentHandshakesAtTheLimitAreReclaimedForARealClient) {
     }
     EXPECT_EQ(t.await(handshaking, 20), 20) << t.metrics();
     std::this_thread::sleep_for(1100ms); // past the grace (keep_alive_min_timeout / 10)
-    const auto start = steady::now();
     const command_result r = run(t.curl("-o /dev/null -w '%{response_code}' " + t.url()));
     EXPECT_EQ(r.output, "200");
-    EXPECT_LT(steady::now() - start, 3s) << "no wait for a handshake timeout (10 s)";
+    // Served because a silent handshake was closed for it, not after a handshake timeout.
     EXPECT_GE(t.await(closes("pressure"), 1), 1) << t.metrics();
+    EXPECT_EQ(t.metric(failures("timeout")), 0) << t.metrics();
     int closed = 0;
     for (auto& c : silent)
         closed += c->wait_closed(10ms).has_value() ? 1 : 0;
@@ -1080,7 +1076,8 @@ TEST(TlsPressureTest, SilentHandshakesAtTheLimitAreReclaimedForARealClient) {
 // the backlog for their handshake, and get it as soon as held connections go.
 TEST(TlsPressureTest, TheLimitHoldsForTlsClientsMidRequestAndNewcomersShakeHandsAsTheyGo) {
     tls_server t({"--max-connections", "4", "--workers", "1", "--header-timeout", "30s"});
-    std::this_thread::sleep_for(200ms); // the start-up probe's connection is gone
+    // The start-up probe's connection is gone.
+    EXPECT_EQ(t.await_equal("tarry_connections_open", 0), 0) << t.metrics();
     std::vector<std::unique_ptr<ossl_client>> held;
     for (int i = 0; i < 5; ++i) {
         held.push_back(std::make_unique<ossl_client>(t.port(), TLS1_3_VERSION));
@@ -1207,7 +1204,8 @@ TEST(TlsRecordsTest, AGracefulStopEndsIdleConnectionsWithCloseNotifyAndHandshake
     // SIGTERM with two TLS connections idle after a response (TLS 1.3 on tarry's own records,
     // TLS 1.2 on OpenSSL's) and one accepted that never sent a ClientHello: the stop ends each
     // at once, the idle ones with close_notify, the handshake silently; the server exits 0.
-    tls_server t({"--workers", "1", "--close-spread-time", "0s", "--keep-alive-min-timeout", "0s"});
+    tls_server t({"--workers", "1", "--close-spread-time", "0s", "--keep-alive-min-timeout", "0s",
+                  "--drain-timeout", "1h"});
     ossl_client c13(t.port(), TLS1_3_VERSION);
     ossl_client c12(t.port(), TLS1_2_VERSION);
     ASSERT_TRUE(c13.connected()) << c13.error();
@@ -1218,9 +1216,9 @@ TEST(TlsRecordsTest, AGracefulStopEndsIdleConnectionsWithCloseNotifyAndHandshake
     ASSERT_GE(silent, 0);
     EXPECT_EQ(t.await_equal("tarry_connections_by_phase{phase=\"handshake\"}", 1), 1)
         << t.metrics();
-    const auto started = steady::now();
+    ASSERT_EQ(::kill(t.pid(), SIGTERM), 0);
+    ASSERT_TRUE(t.ends_within(60s)) << "it waited for the hour of drain_timeout";
     EXPECT_EQ(t.stop(), 0);
-    EXPECT_LT(steady::now() - started, 5s) << "nothing waited for drain_timeout";
     for (ossl_client* c : {&c13, &c12}) {
         int reason = 0;
         EXPECT_EQ(c->read_failure(reason), "close_notify");
@@ -1240,11 +1238,10 @@ TEST(TlsRecordsTest, APipelineAndCloseNotifyInOneSegmentDuringAGracefulStop) {
     for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
         SCOPED_TRACE(version == TLS1_3_VERSION ? "TLS 1.3" : "TLS 1.2");
         tls_server t({"--workers", "1", "--close-spread-time", "1s", "--keep-alive-min-timeout",
-                      "3s", "--drain-timeout", "20s"});
+                      "3s", "--drain-timeout", "1h"});
         ossl_client c(t.port(), version);
         ASSERT_TRUE(c.connected()) << c.error();
         ASSERT_TRUE(c.get("/").starts_with("HTTP/1.1 200 OK"));
-        const auto started = steady::now();
         ASSERT_EQ(::kill(t.pid(), SIGTERM), 0);
         std::this_thread::sleep_for(300ms); // the stop is under way, the connection spared
         ASSERT_TRUE(t.alive());
@@ -1263,8 +1260,9 @@ TEST(TlsRecordsTest, APipelineAndCloseNotifyInOneSegmentDuringAGracefulStop) {
         int reason = 0;
         EXPECT_EQ(c.read_failure(reason), "close_notify");
         EXPECT_TRUE(c.socket_ends());
+        // Ended by the one SIGTERM above (a second would stop it at once, whatever it held).
+        ASSERT_TRUE(t.ends_within(60s)) << "it waited for the hour of drain_timeout";
         EXPECT_EQ(t.stop(), 0);
-        EXPECT_LT(steady::now() - started, 5s) << "nothing waited for drain_timeout";
     }
 }
 
@@ -1274,47 +1272,27 @@ TEST(TlsRecordsTest, APipelineAndCloseNotifyInOneSegmentDuringAGracefulStop) {
 /// of the proxy tests); killed when destroyed.
 class ws_backend {
 public:
-    ws_backend() {
-        int out[2];
-        if (::pipe(out) != 0) return;
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::dup2(out[1], 1);
-            ::close(out[0]);
-            ::close(out[1]);
-            const std::string script =
-                (assets / ".." / ".." / "upstream" / "ws_backend.js").string();
-            ::execlp("node", "node", script.c_str(), "5000", static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        ::close(out[1]);
-        std::string line;
-        const auto deadline = steady::now() + 10s;
-        while (line.find('\n') == std::string::npos && steady::now() < deadline) {
-            pollfd p{out[0], POLLIN, 0};
-            if (::poll(&p, 1, 100) <= 0) continue;
-            char buf[64];
-            const ssize_t n = ::read(out[0], buf, sizeof buf);
-            if (n <= 0) break;
-            line.append(buf, static_cast<std::size_t>(n));
-        }
-        ::close(out[0]);
-        output_ = line;
-        if (line.find('\n') != std::string::npos)
-            port_ = static_cast<std::uint16_t>(std::stoi(line));
-    }
-    ws_backend(const ws_backend&) = delete;
-    ws_backend& operator=(const ws_backend&) = delete;
-    ~ws_backend() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
+    ws_backend() : child_(command(), options()) {
+        // It prints its port once it listens.
+        const auto line = child_.read_line();
+        output_ = line ? *line : child_.unread_output();
+        if (line) port_ = static_cast<std::uint16_t>(std::stoi(*line));
     }
     [[nodiscard]] std::uint16_t port() const { return port_; }
     [[nodiscard]] const std::string& output() const { return output_; }
 
 private:
-    pid_t pid_ = -1;
+    static std::vector<std::string> command() {
+        return {"node", (assets / ".." / ".." / "upstream" / "ws_backend.js").string(), "5000"};
+    }
+    static child_options options() {
+        child_options o;
+        o.pipe_stdout = true;
+        o.stop_signal = SIGKILL;
+        return o;
+    }
+
+    child_process child_;
     std::uint16_t port_ = 0;
     std::string output_;
 };
@@ -1452,11 +1430,10 @@ TEST_F(TlsEndsTest, TheApplicationsHalfCloseComesFirstAndTheClientStillSends) {
         ASSERT_TRUE(c.send_close_notify());
         const std::string counted = "\"after_end\":" + std::to_string(late.size());
         std::string s;
-        for (int i = 0; i < 50 && s.find(counted) == std::string::npos; ++i) {
-            std::this_thread::sleep_for(100ms);
+        EXPECT_TRUE(eventually([&] {
             s = run(stats).output;
-        }
-        EXPECT_NE(s.find(counted), std::string::npos) << s;
+            return s.find(counted) != std::string::npos;
+        })) << s;
     }
 }
 
@@ -1504,15 +1481,14 @@ TEST_F(TlsEndsTest, APipelineAndItsCloseNotifyInOneSegmentAreAllAnswered) {
             ASSERT_TRUE(c.write_records(pipeline, one_record ? 1 << 14 : pipeline.size() / 3));
             ASSERT_TRUE(c.send_close_notify());
             c.cork(false);
-            const auto started = steady::now();
             const std::string got = c.read_until("upgrade=none", 3);
             EXPECT_EQ(count(got, "HTTP/1.1 200 "), 3u) << got;
             const auto p1 = got.find("GET /p1 ");
             const auto p2 = got.find("GET /p2 ");
             const auto p3 = got.find("GET /p3 ");
             EXPECT_TRUE(p1 < p2 && p2 < p3 && p3 != std::string::npos) << got;
+            // Within the client's bounded read: long before the 65 s keep-alive timeout.
             expect_orderly_end(c);
-            EXPECT_LT(steady::now() - started, 3s);
         }
     }
 }

@@ -2,6 +2,7 @@
 
 // The server in-process on 127.0.0.1:0 with the proxy mounted at "/", in front of a backend
 // (a Node.js child process or a thread of the test). Every wait is bounded.
+#include "child_process.hpp"
 #include "server/memory.hpp"
 #include "server/server_fixture.hpp"
 
@@ -25,51 +26,32 @@ class node_backend {
 public:
     /// `script`: the application (backend.js, or ws_backend.js for WebSocket tests).
     explicit node_backend(int keep_alive_ms = 5000, const std::string& unix_path = {},
-                          const char* script = TARRY_BACKEND_JS) {
-        int out[2];
-        if (::pipe(out) != 0) return;
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::dup2(out[1], 1);
-            ::close(out[0]);
-            ::close(out[1]);
-            const std::string ka = std::to_string(keep_alive_ms);
-            if (unix_path.empty())
-                ::execlp("node", "node", script, ka.c_str(), static_cast<char*>(nullptr));
-            else
-                ::execlp("node", "node", script, ka.c_str(), unix_path.c_str(),
-                         static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        ::close(out[1]);
-        std::string line;
-        const auto deadline = steady::now() + 10s;
-        while (line.find('\n') == std::string::npos && steady::now() < deadline) {
-            pollfd p{out[0], POLLIN, 0};
-            if (::poll(&p, 1, 100) <= 0) continue;
-            char buf[64];
-            const ssize_t n = ::read(out[0], buf, sizeof buf);
-            if (n <= 0) break;
-            line.append(buf, static_cast<std::size_t>(n));
-        }
-        ::close(out[0]);
-        if (line.find('\n') != std::string::npos) {
-            port_ = static_cast<std::uint16_t>(std::stoi(line));
+                          const char* script = TARRY_BACKEND_JS)
+        : child_(command(keep_alive_ms, unix_path, script), options()) {
+        // It prints its port once it listens.
+        if (const auto line = child_.read_line()) {
+            port_ = static_cast<std::uint16_t>(std::stoi(*line));
             started_ = true;
         }
-    }
-    node_backend(const node_backend&) = delete;
-    node_backend& operator=(const node_backend&) = delete;
-    ~node_backend() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
     }
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     [[nodiscard]] bool started() const noexcept { return started_; }
 
 private:
-    pid_t pid_ = -1;
+    static std::vector<std::string> command(int keep_alive_ms, const std::string& unix_path,
+                                            const char* script) {
+        std::vector<std::string> argv{"node", script, std::to_string(keep_alive_ms)};
+        if (!unix_path.empty()) argv.push_back(unix_path);
+        return argv;
+    }
+    static child_options options() {
+        child_options o;
+        o.pipe_stdout = true;
+        o.stop_signal = SIGKILL;
+        return o;
+    }
+
+    child_process child_;
     std::uint16_t port_ = 0;
     bool started_ = false;
 };

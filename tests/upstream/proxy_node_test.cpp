@@ -2,32 +2,63 @@
 // and the upstream's keep-alive. Timing checks are one-sided with generous slack.
 #include "proxy_fixture.hpp"
 
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 namespace tarry::test {
 namespace {
 
 class ProxyNodeTest : public ProxyTest {
 protected:
+    /// One application for the suite, with a 5 s keep-alive: each test has a server of its own,
+    /// so pools of its own, and looks at nothing the application keeps but through /stats.
+    static void SetUpTestSuite() { shared_node = std::make_unique<node_backend>(); }
+    static void TearDownTestSuite() { shared_node.reset(); }
+
+    /// A test's own application, where it needs another keep-alive, a Unix socket, or counts
+    /// (/stats) of its own.
     std::unique_ptr<node_backend> node;
 
-    void start_with(int keep_alive_ms = 5000) {
-        node = std::make_unique<node_backend>(keep_alive_ms);
-        ASSERT_NE(node->port(), 0) << "node did not start";
-        ups.servers = {
-            upstream::server_address::parse("127.0.0.1:" + std::to_string(node->port()))};
+    void start_with(int keep_alive_ms = 5000, bool own_application = false) {
+        if (keep_alive_ms != 5000 || own_application)
+            node = std::make_unique<node_backend>(keep_alive_ms);
+        const node_backend& app = node ? *node : *shared_node;
+        ASSERT_NE(app.port(), 0) << "node did not start";
+        ups.servers = {upstream::server_address::parse("127.0.0.1:" + std::to_string(app.port()))};
         start();
     }
     void TearDown() override {
         ProxyTest::TearDown();
         node.reset();
     }
+
+    static inline std::unique_ptr<node_backend> shared_node;
 };
+
+/// TCP_NODELAY on each of this process's TCP sockets connected to `port`: the proxy's
+/// connections to the application there.
+std::vector<int> nodelay_towards(std::uint16_t port) {
+    std::vector<int> on;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        const int fd = std::stoi(e.path().filename().string());
+        sockaddr_in peer{};
+        socklen_t len = sizeof peer;
+        if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+            peer.sin_family != AF_INET || ntohs(peer.sin_port) != port)
+            continue;
+        int v = 0;
+        socklen_t vlen = sizeof v;
+        if (::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &vlen) == 0) on.push_back(v != 0);
+    }
+    return on;
+}
 
 /// Reads a Content-Length response to `fd`, counting and discarding its body (so the test's
 /// own memory stays flat). Returns the body size, or -1.
@@ -85,7 +116,7 @@ TEST_F(ProxyNodeTest, ForwardsFieldsWithoutHopByHopAndAddsForwarded) {
 }
 
 TEST_F(ProxyNodeTest, SequentialRequestsShareOneUpstreamConnection) {
-    start_with();
+    start_with(5000, true); // the application's own count of connections
     test_client c(port);
     for (int i = 0; i < 1000; ++i) {
         ASSERT_TRUE(c.send("GET /n HTTP/1.1\r\nHost: t\r\n\r\n"));
@@ -184,7 +215,7 @@ TEST_F(ProxyNodeTest, SlowClientDoesNotMakeTheProxyBuffer) {
     test_client c(port, 4096);
     const std::int64_t before = heap_in_use();
     ASSERT_TRUE(c.send("GET /big?n=" + std::to_string(total) + " HTTP/1.1\r\nHost: t\r\n\r\n"));
-    std::this_thread::sleep_for(1s); // not reading
+    std::this_thread::sleep_for(1s); // by design: a while of not reading, as the body comes
     const std::int64_t stalled = heap_in_use();
     EXPECT_LT(stalled - before, 2 << 20) << "bytes held while the client did not read";
     EXPECT_EQ(drain_response(c.fd(), 60s), total);
@@ -269,8 +300,7 @@ TEST_F(ProxyNodeTest, ABodyAfterItsHeadGoesUpWithoutWaitingForAnAck) {
     const int one = 1; // this client's own Nagle is not what is tested
     ::setsockopt(c.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     // On a pooled connection the head and the body are two writes: with Nagle on, the second
-    // would wait for the upstream's delayed ACK (about 40 ms each).
-    const auto start = steady::now();
+    // would wait for the upstream's delayed ACK (about 40 ms each). So Nagle is off.
     for (int i = 0; i < 20; ++i) {
         ASSERT_TRUE(c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\n"));
         std::this_thread::sleep_for(1ms); // the body in a packet of its own
@@ -279,8 +309,8 @@ TEST_F(ProxyNodeTest, ABodyAfterItsHeadGoesUpWithoutWaitingForAnAck) {
         ASSERT_TRUE(r.has_value());
         ASSERT_EQ(r->body, "5");
     }
-    EXPECT_LT(steady::now() - start, 600ms) << "20 uploads; with Nagle they take 800 ms or more";
     EXPECT_EQ(metrics().opened.get(), 1);
+    EXPECT_EQ(nodelay_towards(shared_node->port()), std::vector<int>{1});
 }
 
 TEST_F(ProxyNodeTest, Http10ClientGetsAnUnknownLengthBodyToTheClose) {
@@ -342,11 +372,10 @@ TEST_F(ProxyNodeTest, SlowUpstreamGets504AfterTheResponseTimeout) {
     ups.response_timeout = 300ms;
     start_with();
     const auto sent = steady::now();
-    auto r = get_once("/slow?ms=3000");
+    auto r = get_once("/slow?ms=30000"); // the 504, not the answer, ends the wait
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 504);
     EXPECT_GE(steady::now() - sent, 300ms);
-    EXPECT_LT(steady::now() - sent, 2500ms);
     EXPECT_EQ(metrics().errors_of(upstream::upstream_error::timeout), 1);
     EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
 }
@@ -452,7 +481,7 @@ TEST_F(ProxyNodeTest, ClientGoneMidResponseReleasesTheUpstreamConnection) {
     {
         test_client c(port, 4096);
         ASSERT_TRUE(c.send("GET /big?n=20000000 HTTP/1.1\r\nHost: t\r\n\r\n"));
-        std::this_thread::sleep_for(200ms);
+        ASSERT_TRUE(c.wait_for("\r\n\r\n")); // mid-response
     }
     EXPECT_TRUE(eventually([&] { return metrics().busy.get() == 0; }));
     EXPECT_EQ(metrics().idle.get(), 0); // half-used: closed, never pooled

@@ -108,7 +108,7 @@ TEST_F(ProxyPressureTest, AtTheDescriptorLimitBusyUpstreamConnectionsAreNotTaken
     start_with({});
     auto busy = held(2); // nothing idle in the pool: relief must come from the clients
     auto quiet = silent(3);
-    std::this_thread::sleep_for(150ms);
+    std::this_thread::sleep_for(150ms); // past the silent grace (a tenth of 1 s)
     std::optional<test_client> newcomer;
     {
         const descriptor_limit limit; // one spare: the newcomer's socket; none for the accept
@@ -137,7 +137,7 @@ TEST_F(ProxyPressureTest, PressureThenAGracefulStopFinishesTheProxiedRequest) {
     fill_pool(1);
     auto busy = held(1);
     auto quiet = silent(3);
-    std::this_thread::sleep_for(150ms);
+    std::this_thread::sleep_for(150ms); // past the silent grace (a tenth of 1 s)
     test_client newcomer(port);
     ASSERT_TRUE(newcomer.send("GET /new HTTP/1.1\r\nHost: t\r\n\r\n"));
     ASSERT_TRUE(eventually([&] { return client_closes(server::close_reason::pressure) == 1; }));
@@ -191,7 +191,9 @@ TEST_F(ProxyPressureTest, PressureWhilePooledConnectionsAreTakenAndGivenBack) {
             std::this_thread::sleep_for(120ms);
         }
     });
-    std::this_thread::sleep_for(1500ms);
+    // Until enough has happened under pressure (or a generous deadline).
+    eventually([&] { return answered > 100 && client_closes(server::close_reason::pressure) > 2; },
+               30s);
     stop = true;
     for (auto& t : users)
         t.join();
@@ -237,17 +239,16 @@ TEST_F(ProxyReloadTest, AReloadMovesIdleClientsOnlyWhateverElseHasTheirDuration)
     ASSERT_TRUE(waiting.send(get));
     test_client quiet(port); // accepted, sends nothing: 20,002 ms from its accept
     ASSERT_TRUE(quiet.connected());
-    std::this_thread::sleep_for(400ms);
+    std::this_thread::sleep_for(400ms); // time waited under the old timeout, by design
 
     write("keep_alive_timeout = \"600ms\"\nheader_timeout = \"20002ms\"\n");
     ASSERT_TRUE(srv->request_reload().get());
 
     const auto closed = idle.wait_closed(10s);
     ASSERT_TRUE(closed);
-    EXPECT_GE(*closed - answered, 600ms);
-    EXPECT_LT(*closed - answered, 5s);
-    std::this_thread::sleep_for(1s);
-    EXPECT_FALSE(quiet.wait_closed(20ms)) << "the silent client was moved with the idle ones";
+    EXPECT_GE(*closed - answered, 600ms); // and within the 10 s waited, not the old 20 s
+    // Had it moved too, the silent client would close by the idle one's deadline and a bit.
+    EXPECT_FALSE(quiet.wait_closed(1s)) << "the silent client was moved with the idle ones";
     backend.hold_until = 0;
     auto w = waiting.read_response();
     ASSERT_TRUE(w);
@@ -272,16 +273,14 @@ TEST_F(ProxyReloadTest, PressureDuringAReload) {
         for (auto& c : cs)
             ASSERT_TRUE(c->read_response());
     }
-    for (const auto until = steady::now() + 5s;
-         srv->workers()[0]->connections() != 0 && steady::now() < until;)
-        std::this_thread::sleep_for(5ms);
+    eventually([&] { return srv->workers()[0]->connections() == 0; });
     std::vector<std::unique_ptr<test_client>> kept;
     for (int i = 0; i < 4; ++i) { // the limit, all keep-alive after one request each
         kept.push_back(std::make_unique<test_client>(port));
         ASSERT_TRUE(kept.back()->send(get));
         ASSERT_TRUE(kept.back()->read_response());
     }
-    std::this_thread::sleep_for(150ms);
+    std::this_thread::sleep_for(150ms); // past keep_alive_min_timeout
     test_client first(port);
     ASSERT_TRUE(first.send(get));
     auto f = first.read_response();
@@ -298,7 +297,7 @@ TEST_F(ProxyReloadTest, PressureDuringAReload) {
     auto s = second.read_response();
     ASSERT_TRUE(s);
     EXPECT_EQ(s->status, 200);
-    std::this_thread::sleep_for(150ms);
+    std::this_thread::sleep_for(150ms); // past keep_alive_min_timeout
     test_client third(port);
     ASSERT_TRUE(third.send(get));
     auto t = third.read_response();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 namespace tarry::upstream {
 namespace {
@@ -23,6 +24,13 @@ protected:
     }
     static std::string name(const std::shared_ptr<upstream_pool>& p) {
         return p ? p->name() : "none";
+    }
+    /// Returns once the clock has moved on: a pool marks itself down from the clock itself
+    /// (timeouts::clock::now(), no clock to inject), so two marks are ordered only a tick apart.
+    static void next_tick() {
+        const auto at = timeouts::clock::now();
+        while (timeouts::clock::now() == at) {
+        }
     }
 };
 
@@ -70,9 +78,9 @@ TEST_F(UpstreamGroupTest, WithEveryServerDownTheOldestMarkIsTried) {
     s.fail_timeout = 1h;
     auto g = make(3, s);
     g.failed(*g.pools()[1]);
-    std::this_thread::sleep_for(2ms); // marks a clock tick apart
+    next_tick();
     g.failed(*g.pools()[2]);
-    std::this_thread::sleep_for(2ms);
+    next_tick();
     g.failed(*g.pools()[0]);
     EXPECT_EQ(name(g.pick()), "127.0.0.1:9002");
     // A retry after that one failed again goes to the oldest of the others.
@@ -86,7 +94,8 @@ TEST_F(UpstreamGroupTest, AMarkEndsAfterFailTimeout) {
     auto g = make(2, s);
     g.failed(*g.pools()[0]);
     EXPECT_EQ(name(g.pick()), "127.0.0.1:9002");
-    std::this_thread::sleep_for(40ms);
+    // To the end of the mark (the pool reads the real clock; it has no clock to inject).
+    std::this_thread::sleep_until(g.pools()[0]->down_until());
     EXPECT_FALSE(g.pools()[0]->down());
     EXPECT_EQ(name(g.pick()), "127.0.0.1:9001");
 }
