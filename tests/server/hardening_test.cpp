@@ -295,7 +295,11 @@ TEST_F(HardeningTest, AnExplicitLimitFarBelowTheDescriptorLimitHolds) {
         held.push_back(std::make_unique<test_client>(port));
         ASSERT_TRUE(held.back()->send("GET / HTTP/1.1\r\nHost:")); // never reclaimed
     }
-    std::this_thread::sleep_for(1500ms); // retries every 100 ms: many chances to go past
+    // The one a retry lets past comes in a retry's time (100 ms; much longer on a busy machine);
+    // then the retries go on every 100 ms: many chances to go past, none taken.
+    ASSERT_TRUE(eventually([&] { return srv->workers()[0]->connections() == 5U; }, 10s))
+        << srv->workers()[0]->connections();
+    std::this_thread::sleep_for(1500ms);
     EXPECT_EQ(srv->workers()[0]->connections(), 5U);
     // One answered is idle: after keep_alive_min_timeout it is reclaimed for a newcomer.
     ASSERT_TRUE(held.front()->send(" t\r\n\r\n"));
