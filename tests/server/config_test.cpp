@@ -968,6 +968,37 @@ TEST(SettingsTable, HelpNamesEveryVisibleFlag) {
     }
 }
 
+// The names in --help's flag column: the first word of each option line, as in
+// "  -h,--help  Print this help and exit." or "  --listen ADDRESS ...".
+std::vector<std::string> help_flag_column(const std::string& help) {
+    std::vector<std::string> names;
+    std::istringstream lines(help);
+    for (std::string line; std::getline(lines, line);) {
+        const std::size_t start = line.find_first_not_of(' ');
+        if (start == 0 || start == std::string::npos || line[start] != '-') continue;
+        std::istringstream word(line.substr(start, line.find(' ', start) - start));
+        for (std::string name; std::getline(word, name, ',');)
+            names.push_back(name);
+    }
+    return names;
+}
+
+// --help lists every flag there is: the parser makes its options from the settings table and
+// from nothing else, so the table's flags are exactly what it accepts, and --help's flag column
+// must name each of them and nothing more (CLI11's -h beside --help).
+TEST(SettingsTable, HelpListsEveryFlagTheCommandLineAccepts) {
+    for (const std::string asked : {"--help", "-h"}) {
+        std::vector<std::string> listed = help_flag_column(parse(args{asked}).help_text);
+        std::vector<std::string> accepted{"-h"};
+        for (const setting& s : settings()) {
+            if (!s.flag.empty()) accepted.emplace_back(s.flag);
+        }
+        std::sort(listed.begin(), listed.end());
+        std::sort(accepted.begin(), accepted.end());
+        EXPECT_EQ(listed, accepted) << asked;
+    }
+}
+
 TEST(SettingsTable, FileOnlyKeysAreExplainedOnTheCommandLine) {
     for (const setting& s : settings()) {
         if (s.key.empty() || !s.flag.empty()) continue;
