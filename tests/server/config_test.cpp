@@ -220,7 +220,7 @@ TEST(ParseDuration, RejectsBareNumbersNegativesAndUnknownUnits) {
         {"99999999999999999999999s", "too large"},
     };
     for (const auto& [text, reason] : cases) {
-        const std::string message = error_of([&] { parse_duration(text, "my_key"); });
+        const std::string message = error_of([&t = text] { parse_duration(t, "my_key"); });
         EXPECT_TRUE(one_line(message));
         EXPECT_EQ(message.rfind(R"(my_key: expected a duration such as "65s" or "250ms", got )", 0),
                   0U)
@@ -381,7 +381,7 @@ TEST(ParseListen, RejectsMalformedAddresses) {
         {"", "missing :PORT"},
     };
     for (const auto& [text, reason] : cases) {
-        const std::string message = error_of([&] { parse_listen(text, "my_listen"); });
+        const std::string message = error_of([&t = text] { parse_listen(t, "my_listen"); });
         EXPECT_TRUE(one_line(message));
         EXPECT_TRUE(contains(message, "my_listen: expected HOST:PORT")) << text;
         EXPECT_TRUE(contains(message, "got \"" + text + "\"")) << text;
@@ -422,7 +422,7 @@ TEST(ParseListen, RejectsBadParametersNamingThem) {
         {"127.0.0.1:80 proxy-protocol", "unknown parameter \"proxy-protocol\""},
     };
     for (const auto& [text, reason] : cases) {
-        const std::string message = error_of([&] { parse_listen(text, "listen"); });
+        const std::string message = error_of([&t = text] { parse_listen(t, "listen"); });
         EXPECT_TRUE(one_line(message)) << text;
         EXPECT_TRUE(contains(message, reason)) << text << ": " << message;
     }
@@ -1136,7 +1136,7 @@ TEST(ParseUpstreamServer, RejectsWhatCannotBeConnectedTo) {
         {"unix:/" + std::string(120, 'a'), "at most 107 bytes"},
     };
     for (const auto& [text, reason] : cases) {
-        const std::string message = error_of([&] { parse_upstream_server(text, "srv"); });
+        const std::string message = error_of([&t = text] { parse_upstream_server(t, "srv"); });
         EXPECT_TRUE(one_line(message));
         EXPECT_EQ(
             message.rfind("srv: expected HOST:PORT such as \"127.0.0.1:3000\" or unix:PATH", 0), 0U)
