@@ -90,8 +90,10 @@ constexpr std::array<bool, 256> host_chars = [] {
     std::array<bool, 256> t{};
     for (int c = '0'; c <= '9'; ++c)
         t[static_cast<std::size_t>(c)] = true;
-    for (int c = 'a'; c <= 'z'; ++c)
-        t[static_cast<std::size_t>(c)] = t[static_cast<std::size_t>(c - 'a' + 'A')] = true;
+    for (int c = 'a'; c <= 'z'; ++c) {
+        const int upper = c - 'a' + 'A';
+        t[static_cast<std::size_t>(c)] = t[static_cast<std::size_t>(upper)] = true;
+    }
     for (const char c : std::string_view("-._~%!$&'()*+,;="))
         t[static_cast<unsigned char>(c)] = true;
     return t;

@@ -81,7 +81,7 @@ constexpr std::string_view request = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 constexpr std::size_t max_connects_in_flight = 256;
 // Descriptors beyond one per flood connection: the probe, the two event loops, stdio.
 constexpr std::size_t spare_fds = 64;
-constexpr std::size_t max_head_bytes = 64 * 1024;
+constexpr std::size_t max_head_bytes = std::size_t{64} * 1024;
 // A SYN dropped by a full accept queue is retried after 1 s, then 3 s more: allow those before
 // calling the connection failed, while keeping the run bounded.
 constexpr duration open_timeout = 10s;
@@ -547,10 +547,10 @@ asio::awaitable<void> flood_run::run() {
     rss_before_kb_ = read_rss_kb(opt_.pid);
     conns_.reserve(opt_.connections);
     first_connect_at_ = clock_type::now();
-    asio::co_spawn(io_, sample_loop(), [](std::exception_ptr e) {
+    asio::co_spawn(io_, sample_loop(), [](const std::exception_ptr& e) {
         if (e) std::rethrow_exception(e);
     });
-    asio::co_spawn(io_, launch(), [](std::exception_ptr e) {
+    asio::co_spawn(io_, launch(), [](const std::exception_ptr& e) {
         if (e) std::rethrow_exception(e);
     });
     co_await wait_until([this] { return opened_ + failed_ == opt_.connections; },
@@ -591,7 +591,7 @@ asio::awaitable<void> flood_run::launch() {
         }
         ++in_flight_;
         conns_.push_back(std::make_unique<flood_conn>(io_));
-        asio::co_spawn(io_, drive(*conns_.back(), i), [](std::exception_ptr e) {
+        asio::co_spawn(io_, drive(*conns_.back(), i), [](const std::exception_ptr& e) {
             if (e) std::rethrow_exception(e);
         });
         // Let the event loop poll between connects: responses that arrive while a long run of

@@ -262,7 +262,7 @@ int run_main(const info& tool, int argc, char** argv, read_flag_function<Options
 
 // Runs `io` until the coroutine `main` is done; what it throws comes out of here.
 template <class Awaitable> void run_until_done(boost::asio::io_context& io, Awaitable main) {
-    boost::asio::co_spawn(io, std::move(main), [](std::exception_ptr e) {
+    boost::asio::co_spawn(io, std::move(main), [](const std::exception_ptr& e) {
         if (e) std::rethrow_exception(e);
     });
     io.run();

@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -202,7 +203,7 @@ public:
         std::sort(lat.begin(), lat.end());
         auto pct = [&lat](double q) -> std::uint32_t {
             if (lat.empty()) return 0;
-            auto i = static_cast<std::size_t>(q * static_cast<double>(lat.size() - 1) + 0.5);
+            auto i = static_cast<std::size_t>(std::lround(q * static_cast<double>(lat.size() - 1)));
             return lat[std::min(i, lat.size() - 1)];
         };
         const double secs = seconds_between(echo_start, echo_end);

@@ -46,7 +46,7 @@ protected:
 /// out (EMFILE/ENFILE, or max_connections reached) it reclaims the oldest idle keep-alive
 /// connection and retries; with none to reclaim it pauses before the next accept instead of
 /// spinning on a failing one.
-class listener : public net::pollable, public std::enable_shared_from_this<listener> {
+class listener final : public net::pollable, public std::enable_shared_from_this<listener> {
 public:
     /// Opens, binds and listens; throws std::system_error naming the address.
     listener(boost::asio::io_context& io, net::poller& poll, worker_metrics& metrics,

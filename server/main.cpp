@@ -1,5 +1,6 @@
 #include "build_info.hpp"
 #include "config.hpp"
+#include "exit_status.hpp"
 #include "man_page.hpp"
 #include "preflight.hpp"
 #include "server.hpp"
@@ -18,28 +19,28 @@ int main(int argc, char** argv) {
         cl = parse_command_line(argc, argv);
     } catch (const config_error& e) {
         std::fprintf(stderr, "tarry: %s\n", e.what());
-        return 2;
+        return code(exit_status::config);
     }
     switch (cl.what) {
     case command_line::action::help:
         std::fputs(cl.help_text.c_str(), stdout);
-        return 0;
+        return code(exit_status::ok);
     case command_line::action::version:
         std::fputs(version_text().c_str(), stdout);
-        return 0;
+        return code(exit_status::ok);
     case command_line::action::man:
         std::fputs(man_page(TARRY_VERSION).c_str(), stdout);
-        return 0;
+        return code(exit_status::ok);
     case command_line::action::check_config:
         try {
             for (const std::string& w : preflight(cl.cfg))
                 std::fprintf(stderr, "tarry: warning: %s\n", w.c_str());
         } catch (const config_error& e) {
             std::fprintf(stderr, "tarry: %s\n", e.what());
-            return 2;
+            return code(exit_status::config);
         }
         std::puts("tarry: configuration OK");
-        return 0;
+        return code(exit_status::ok);
     case command_line::action::run:
         break;
     }
@@ -50,10 +51,10 @@ int main(int argc, char** argv) {
         s.run();
     } catch (const config_error& e) {
         std::fprintf(stderr, "tarry: %s\n", e.what());
-        return 2;
+        return code(exit_status::config);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "tarry: %s\n", e.what());
-        return 1;
+        return code(exit_status::failure);
     }
-    return 0;
+    return code(exit_status::ok);
 }

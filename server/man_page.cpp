@@ -1,8 +1,10 @@
 #include "man_page.hpp"
 
 #include "config.hpp"
+#include "exit_status.hpp"
 
 #include <span>
+#include <string>
 
 namespace tarry::server {
 namespace {
@@ -108,11 +110,9 @@ std::string man_page(std::string_view version) {
            ".TP\n.B SIGHUP\n"
            "Reload: read the file again and apply the flags over it again. An invalid file is "
            "reported in one log line and the running settings stay.\n";
-    out += ".SH EXIT STATUS\n"
-           ".TP\n.B 0\nStopped normally, or an action such as \\fB\\-\\-check\\-config\\fR "
-           "succeeded.\n"
-           ".TP\n.B 1\nA runtime error, such as an address that cannot be bound.\n"
-           ".TP\n.B 2\nA configuration error: a bad flag, key or value, reported on one line.\n";
+    out += ".SH EXIT STATUS\n";
+    for (const exit_status_meaning& m : exit_status_meanings)
+        out += ".TP\n.B " + std::to_string(code(m.status)) + "\n" + roff(m.text) + "\n";
     out += ".SH FILES\n.TP\n.I /etc/tarry/tarry.toml\n"
            "The configuration file the systemd unit passes with \\fB\\-\\-config\\fR.\n";
     out += ".SH SEE ALSO\n.BR systemctl (1),\n.BR systemd.service (5),\n.BR signal (7)\n";

@@ -255,7 +255,7 @@ proxy_header parse_v2(std::string_view bytes) noexcept {
             break;
         case 0x31: // unix stream
         case 0x32: // unix datagram
-            address_bytes = 2 * 108;
+            address_bytes = 2 * std::size_t{108};
             break;
         default: // UDP (0x12, 0x22) cannot have reached a stream socket; the rest is unassigned
             return with(status::malformed);

@@ -341,9 +341,7 @@ constexpr std::array setting_rows{
     setting{.flag = "--check-config", .help = "Validate the configuration and exit."},
     setting{.flag = "--version", .help = "Print the version and exit."},
     setting{.flag = "--help", .help = "Print this help and exit."},
-    setting{.flag = "--man",
-            .help = "Print the tarry(8) manual page in roff and exit.",
-            .hidden = true},
+    setting{.flag = "--man", .help = "Print the tarry(8) manual page in roff and exit."},
 };
 
 constexpr std::array route_rows{

@@ -55,8 +55,8 @@ protected:
 /// request, to its pool while idle (any byte, EOF or error makes an idle connection unusable). Its
 /// owners hold it by shared_ptr, so it outlives its pool and its user; it may be freed in the
 /// middle of a poller batch (it forgets its events first).
-class upstream_connection : public net::pollable,
-                            public std::enable_shared_from_this<upstream_connection> {
+class upstream_connection final : public net::pollable,
+                                  public std::enable_shared_from_this<upstream_connection> {
 public:
     using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
     /// The most one read takes.

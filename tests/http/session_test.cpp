@@ -765,8 +765,6 @@ TEST_P(BadRequestTest, IsRefusedAndCloses) {
     EXPECT_TRUE(t.closing());
 }
 
-constexpr std::string_view h11 = "GET / HTTP/1.1\r\nHost: x\r\n";
-
 const bad_request_case bad_requests[] = {
     // Host (RFC 9112, 3.2)
     {"MissingHost", "GET / HTTP/1.1\r\n\r\n", 400},

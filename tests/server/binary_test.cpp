@@ -2,6 +2,7 @@
 #include "tarry_process.hpp"
 
 #include <tarry/server/config.hpp>
+#include <tarry/server/exit_status.hpp>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -72,8 +74,8 @@ TEST(BinaryTest, ManPrintsTheManualNamingEveryKeyAndFlag) {
         EXPECT_NE(text.find("\\fB" + std::string(s.key) + "\\fR"), std::string::npos) << s.key;
     for (const server::upstream_setting& s : server::upstream_settings())
         EXPECT_NE(text.find("\\fB" + std::string(s.key) + "\\fR"), std::string::npos) << s.key;
-    // Hidden from --help, which is for running the server.
-    EXPECT_EQ(run_tarry("--help").output.find("--man"), std::string::npos);
+    // --help lists every flag, this one too.
+    EXPECT_NE(run_tarry("--help").output.find("--man"), std::string::npos);
 }
 
 TEST(BinaryTest, ManPageIsCleanRoff) {
@@ -402,6 +404,52 @@ TEST(BinaryTest, APortAnotherProgramSharesWithReusePortIsRefused) {
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_NE(r.output.find("is already in use by another process"), std::string::npos) << r.output;
     ::close(fd);
+}
+
+// The manual's EXIT STATUS section: each status and its text, as the page prints them.
+std::map<int, std::string> exit_statuses_of_the_manual() {
+    const std::string page = unescape_roff(run_tarry("--man").output);
+    const std::size_t start = page.find("\n.SH EXIT STATUS\n");
+    const std::size_t end = page.find("\n.SH ", start + 1);
+    std::map<int, std::string> statuses;
+    if (start == std::string::npos) return statuses;
+    const std::regex entry(R"(\.TP\n\.B ([0-9]+)\n([^\n]*))");
+    const std::string section = page.substr(start, end - start);
+    for (std::sregex_iterator m(section.begin(), section.end(), entry), e; m != e; ++m)
+        statuses[std::stoi((*m)[1])] = (*m)[2];
+    return statuses;
+}
+
+TEST(BinaryTest, TheManualListsTheExitStatusesTheBinaryReturns) {
+    const std::map<int, std::string> manual = exit_statuses_of_the_manual();
+    ASSERT_EQ(manual.size(), server::exit_status_meanings.size());
+    for (const server::exit_status_meaning& m : server::exit_status_meanings)
+        EXPECT_TRUE(manual.contains(server::code(m.status))) << server::code(m.status);
+    // As the README says: 2 for the configuration, and for an address in use.
+    EXPECT_EQ(server::code(server::exit_status::config), 2);
+    EXPECT_NE(manual.at(2).find("bad flag, key or value"), std::string::npos) << manual.at(2);
+    EXPECT_NE(manual.at(2).find("already in use"), std::string::npos) << manual.at(2);
+    EXPECT_EQ(run_tarry("--check-config --workers x").status, 2);
+    EXPECT_EQ(run_tarry("--check-config").status, 0);
+}
+
+TEST(BinaryTest, ABusyPortExitsWithTheStatusTheManualGivesIt) {
+    // Something else listens there, without SO_REUSEPORT.
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(fd, 16), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    const result r = run_tarry("--listen 127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+    ::close(fd);
+    const std::map<int, std::string> manual = exit_statuses_of_the_manual();
+    ASSERT_TRUE(manual.contains(r.status)) << r.status << ": " << r.output;
+    EXPECT_NE(manual.at(r.status).find("address already in use"), std::string::npos)
+        << r.status << ": " << manual.at(r.status);
+    EXPECT_EQ(r.status, server::code(server::exit_status::config)) << r.output;
 }
 
 } // namespace

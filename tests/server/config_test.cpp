@@ -220,7 +220,7 @@ TEST(ParseDuration, RejectsBareNumbersNegativesAndUnknownUnits) {
         {"99999999999999999999999s", "too large"},
     };
     for (const auto& [text, reason] : cases) {
-        const std::string message = error_of([&] { parse_duration(text, "my_key"); });
+        const std::string message = error_of([&t = text] { parse_duration(t, "my_key"); });
         EXPECT_TRUE(one_line(message));
         EXPECT_EQ(message.rfind(R"(my_key: expected a duration such as "65s" or "250ms", got )", 0),
                   0U)
@@ -381,7 +381,7 @@ TEST(ParseListen, RejectsMalformedAddresses) {
         {"", "missing :PORT"},
     };
     for (const auto& [text, reason] : cases) {
-        const std::string message = error_of([&] { parse_listen(text, "my_listen"); });
+        const std::string message = error_of([&t = text] { parse_listen(t, "my_listen"); });
         EXPECT_TRUE(one_line(message));
         EXPECT_TRUE(contains(message, "my_listen: expected HOST:PORT")) << text;
         EXPECT_TRUE(contains(message, "got \"" + text + "\"")) << text;
@@ -422,7 +422,7 @@ TEST(ParseListen, RejectsBadParametersNamingThem) {
         {"127.0.0.1:80 proxy-protocol", "unknown parameter \"proxy-protocol\""},
     };
     for (const auto& [text, reason] : cases) {
-        const std::string message = error_of([&] { parse_listen(text, "listen"); });
+        const std::string message = error_of([&t = text] { parse_listen(t, "listen"); });
         EXPECT_TRUE(one_line(message)) << text;
         EXPECT_TRUE(contains(message, reason)) << text << ": " << message;
     }
@@ -968,6 +968,37 @@ TEST(SettingsTable, HelpNamesEveryVisibleFlag) {
     }
 }
 
+// The names in --help's flag column: the first word of each option line, as in
+// "  -h,--help  Print this help and exit." or "  --listen ADDRESS ...".
+std::vector<std::string> help_flag_column(const std::string& help) {
+    std::vector<std::string> names;
+    std::istringstream lines(help);
+    for (std::string line; std::getline(lines, line);) {
+        const std::size_t start = line.find_first_not_of(' ');
+        if (start == 0 || start == std::string::npos || line[start] != '-') continue;
+        std::istringstream word(line.substr(start, line.find(' ', start) - start));
+        for (std::string name; std::getline(word, name, ',');)
+            names.push_back(name);
+    }
+    return names;
+}
+
+// --help lists every flag there is: the parser makes its options from the settings table and
+// from nothing else, so the table's flags are exactly what it accepts, and --help's flag column
+// must name each of them and nothing more (CLI11's -h beside --help).
+TEST(SettingsTable, HelpListsEveryFlagTheCommandLineAccepts) {
+    for (const std::string asked : {"--help", "-h"}) {
+        std::vector<std::string> listed = help_flag_column(parse(args{asked}).help_text);
+        std::vector<std::string> accepted{"-h"};
+        for (const setting& s : settings()) {
+            if (!s.flag.empty()) accepted.emplace_back(s.flag);
+        }
+        std::sort(listed.begin(), listed.end());
+        std::sort(accepted.begin(), accepted.end());
+        EXPECT_EQ(listed, accepted) << asked;
+    }
+}
+
 TEST(SettingsTable, FileOnlyKeysAreExplainedOnTheCommandLine) {
     for (const setting& s : settings()) {
         if (s.key.empty() || !s.flag.empty()) continue;
@@ -1105,7 +1136,7 @@ TEST(ParseUpstreamServer, RejectsWhatCannotBeConnectedTo) {
         {"unix:/" + std::string(120, 'a'), "at most 107 bytes"},
     };
     for (const auto& [text, reason] : cases) {
-        const std::string message = error_of([&] { parse_upstream_server(text, "srv"); });
+        const std::string message = error_of([&t = text] { parse_upstream_server(t, "srv"); });
         EXPECT_TRUE(one_line(message));
         EXPECT_EQ(
             message.rfind("srv: expected HOST:PORT such as \"127.0.0.1:3000\" or unix:PATH", 0), 0U)

@@ -286,7 +286,7 @@ TEST(ProxyProtocolTest, EveryStrictPrefixIsIncomplete) {
 TEST(ProxyProtocolTest, OtherProtocolsAreMalformedAtTheFirstByte) {
     expect_malformed("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", 1);
     expect_malformed("POST /x HTTP/1.1\r\n\r\n", 2);
-    expect_malformed("\x16\x03\x01\x02\x00\x01", 1); // a TLS ClientHello
+    expect_malformed(std::string("\x16\x03\x01\x02\x00\x01", 6), 1); // a TLS ClientHello
     expect_malformed("\nPROXY TCP4 1.2.3.4 1.2.3.4 1 2\r\n", 1);
     expect_malformed(" PROXY TCP4 1.2.3.4 1.2.3.4 1 2\r\n", 1);
     expect_malformed(std::string(1, '\0'), 1);

@@ -46,11 +46,11 @@ inline std::uint16_t free_port() {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
     socklen_t len = sizeof a;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
     ::close(fd);
-    return ntohs(a.sin_port);
+    return bound ? ntohs(a.sin_port) : std::uint16_t{0};
 }
 
 struct response {
@@ -77,7 +77,8 @@ public:
             sockaddr_in from{};
             from.sin_family = AF_INET;
             ::inet_pton(AF_INET, source, &from.sin_addr);
-            ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from);
+            // Not connected from the address asked for is not connected at all.
+            if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) return;
         }
         sockaddr_in a{};
         a.sin_family = AF_INET;

@@ -850,8 +850,13 @@ INSTANTIATE_TEST_SUITE_P(Types, StreamHandshakeMessage,
                          [](const auto& p) { return "type_" + std::to_string(p.param); });
 
 TEST_P(StreamHandshakeMessage, FromTheClientAfterTheHandshake) {
-    bytes msg{GetParam(), 0, 0, 8};
-    msg.resize(12, 0xab);
+    // The type, a length of 8, and 8 bytes of body, sized once: a 4-byte vector grown by resize
+    // draws a false -Warray-bounds from GCC 12 at -O3 (see reference.hpp's expand_label).
+    bytes msg(12, 0xab);
+    msg[0] = GetParam();
+    msg[1] = 0;
+    msg[2] = 0;
+    msg[3] = 8;
     fails_with(l.sealed(handshake_record, msg), unexpected_message);
 }
 

@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -43,7 +45,13 @@ public:
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         a.sin_port = htons(port);
-        ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        // A restart on a port something else took meanwhile fails here, not as a silent port 0.
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+            const int err = errno;
+            ::close(fd_);
+            throw std::system_error(err, std::generic_category(),
+                                    "backend: bind to port " + std::to_string(port));
+        }
         ::listen(fd_, 64);
         socklen_t len = sizeof a;
         ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
