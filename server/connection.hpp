@@ -58,7 +58,7 @@ using connection_ptr = boost::intrusive_ptr<connection>;
 /// Lifetime: the worker's accept gives it one reference, which close() hands to a posted
 /// handler, so the object outlives the event batch or expiry round that closed it. The count is
 /// intrusive and single-threaded: a connection never leaves its worker's thread.
-class connection : public http::session_transport,
+class connection final : public http::session_transport,
                    public client_io,
                    public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
