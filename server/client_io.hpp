@@ -158,14 +158,14 @@ protected:
     std::unique_ptr<io_state> io_; ///< only while a request is in progress
     const connection_context& ctx_;
     int fd_;
-    bool readable_ : 1 = false;   ///< an input edge arrived and recv has not said EAGAIN since
-    bool writable_ : 1 = true;    ///< send has not said EAGAIN since the last output edge
-    bool want_read_ : 1 = false;  ///< the connection waits for an input edge
-    bool want_write_ : 1 = false; ///< the connection waits for an output edge
-    bool peer_eof_ : 1 = false;   ///< the peer's end was read
-    bool hung_up_ : 1 = false;    ///< the peer shut down or reset: no further edge will come
-    bool nodelay_ : 1 = false;    ///< TCP_NODELAY is set (from the first keep-alive or file on)
-    bool tls_ : 1 = false;        ///< TLS: every byte goes through tls_stream()
+    bool readable_ : 1 = false;    ///< an input edge arrived and recv has not said EAGAIN since
+    bool writable_ : 1 = true;     ///< send has not said EAGAIN since the last output edge
+    bool want_read_ : 1 = false;   ///< the connection waits for an input edge
+    bool want_write_ : 1 = false;  ///< the connection waits for an output edge
+    bool peer_eof_ : 1 = false;    ///< the peer's end was read
+    bool hung_up_ : 1 = false;     ///< the peer shut down or reset: no further edge will come
+    bool nodelay_ : 1 = false;     ///< TCP_NODELAY is set (from the first keep-alive or file on)
+    bool tls_ : 1 = false;         ///< TLS: every byte goes through tls_stream()
     bool handshaking_ : 1 = false; ///< TLS: the handshake is not done yet
     bool sending_ : 1 = false;     ///< its output waits in the worker's batch of sends
 
@@ -194,7 +194,6 @@ private:
     [[nodiscard]] connection& owner() noexcept;
     /// A failed call: the connection closes with the reason the error gives.
     void failed(int err) noexcept;
-
 
     // The worker's batches: where a read goes and what it brought; what is to be sent and how
     // it went.

@@ -253,8 +253,7 @@ void connection::drive(bool fresh) {
                 // sent this): no longer the oldest idle connection, which pressure would take.
                 // (A clock read: a list's times never go back, and other entries were touched
                 // since the batch's reading.)
-                if (!in_batch &&
-                    (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent))
+                if (!in_batch && (phase_ == conn_phase::keep_alive || phase_ == conn_phase::silent))
                     timeout_registry::touch(idle_);
                 break;
             case send_status::blocked:

@@ -58,9 +58,10 @@ using connection_ptr = boost::intrusive_ptr<connection>;
 /// Lifetime: the worker's accept gives it one reference, which close() hands to a posted
 /// handler, so the object outlives the event batch or expiry round that closed it. The count is
 /// intrusive and single-threaded: a connection never leaves its worker's thread.
-class connection final : public http::session_transport,
-                   public client_io,
-                   public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
+class connection final
+    : public http::session_transport,
+      public client_io,
+      public boost::intrusive_ref_counter<connection, boost::thread_unsafe_counter> {
 public:
     /// Takes ownership of `fd` (connected, non-blocking). `proxy_protocol`: the first bytes
     /// are a PROXY header naming the client, read before any request. `tls`: a TLS handshake
@@ -165,7 +166,7 @@ public:
 
 private:
     timeouts::idle_entry idle_;
-    http::session session_; ///< the protocol (client_protocol.hpp)
+    http::session session_;      ///< the protocol (client_protocol.hpp)
     std::uint32_t peer_v4_ = 0;  ///< the client's IPv4 address, once known (peer_v4_known_)
     std::uint32_t answered_ = 0; ///< session_.requests() at the last wait
     conn_phase phase_ = conn_phase::silent;
