@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <utility>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -387,19 +388,28 @@ TEST(BinaryTest, ASecondTarryOnABusyPortExitsTwoAndTheFirstServesOn) {
     EXPECT_EQ(first.stop(), 0);
 }
 
-TEST(BinaryTest, APortAnotherProgramSharesWithReusePortIsRefused) {
-    // Something else that set SO_REUSEPORT itself, as tarry's workers do.
+// Another program listening on a port of 127.0.0.1 the kernel picks (with SO_REUSEPORT, as
+// tarry's workers set it, if `reuse_port`): its descriptor and port, -1 and 0 if it failed.
+std::pair<int, std::uint16_t> listening_elsewhere(bool reuse_port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    if (reuse_port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(fd, 16), 0);
     socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    const std::string where = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 16) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        ::close(fd);
+        return {-1, 0};
+    }
+    return {fd, ntohs(a.sin_port)};
+}
+
+TEST(BinaryTest, APortAnotherProgramSharesWithReusePortIsRefused) {
+    const auto [fd, port] = listening_elsewhere(true);
+    ASSERT_NE(fd, -1);
+    const std::string where = "127.0.0.1:" + std::to_string(port);
     const result r = run_tarry("--listen " + where);
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_NE(r.output.find("is already in use by another process"), std::string::npos) << r.output;
@@ -435,15 +445,9 @@ TEST(BinaryTest, TheManualListsTheExitStatusesTheBinaryReturns) {
 
 TEST(BinaryTest, ABusyPortExitsWithTheStatusTheManualGivesIt) {
     // Something else listens there, without SO_REUSEPORT.
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(fd, 16), 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    const result r = run_tarry("--listen 127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+    const auto [fd, port] = listening_elsewhere(false);
+    ASSERT_NE(fd, -1);
+    const result r = run_tarry("--listen 127.0.0.1:" + std::to_string(port));
     ::close(fd);
     const std::map<int, std::string> manual = exit_statuses_of_the_manual();
     ASSERT_TRUE(manual.contains(r.status)) << r.status << ": " << r.output;
