@@ -13,11 +13,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <utility>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace tarry::test {
 namespace {
