@@ -33,6 +33,14 @@ struct child_options {
     rlim_t nofile = 0;
     /// What stop() and the destructor send.
     int stop_signal = SIGTERM;
+
+    /// A test's backend application: prints its port on stdout, killed when the test ends.
+    static child_options backend() {
+        child_options o;
+        o.pipe_stdout = true;
+        o.stop_signal = SIGKILL;
+        return o;
+    }
 };
 
 /// A child process running argv (argv[0] looked up in PATH), stopped with its stop signal and

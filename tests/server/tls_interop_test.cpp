@@ -1272,7 +1272,7 @@ TEST(TlsRecordsTest, APipelineAndCloseNotifyInOneSegmentDuringAGracefulStop) {
 /// of the proxy tests); killed when destroyed.
 class ws_backend {
 public:
-    ws_backend() : child_(command(), options()) {
+    ws_backend() : child_(command(), child_options::backend()) {
         // It prints its port once it listens.
         const auto line = child_.read_line();
         output_ = line ? *line : child_.unread_output();
@@ -1284,12 +1284,6 @@ public:
 private:
     static std::vector<std::string> command() {
         return {"node", (assets / ".." / ".." / "upstream" / "ws_backend.js").string(), "5000"};
-    }
-    static child_options options() {
-        child_options o;
-        o.pipe_stdout = true;
-        o.stop_signal = SIGKILL;
-        return o;
     }
 
     child_process child_;

@@ -27,7 +27,7 @@ public:
     /// `script`: the application (backend.js, or ws_backend.js for WebSocket tests).
     explicit node_backend(int keep_alive_ms = 5000, const std::string& unix_path = {},
                           const char* script = TARRY_BACKEND_JS)
-        : child_(command(keep_alive_ms, unix_path, script), options()) {
+        : child_(command(keep_alive_ms, unix_path, script), child_options::backend()) {
         // It prints its port once it listens.
         if (const auto line = child_.read_line()) {
             port_ = static_cast<std::uint16_t>(std::stoi(*line));
@@ -43,12 +43,6 @@ private:
         std::vector<std::string> argv{"node", script, std::to_string(keep_alive_ms)};
         if (!unix_path.empty()) argv.push_back(unix_path);
         return argv;
-    }
-    static child_options options() {
-        child_options o;
-        o.pipe_stdout = true;
-        o.stop_signal = SIGKILL;
-        return o;
     }
 
     child_process child_;
