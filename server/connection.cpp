@@ -130,13 +130,43 @@ void connection::responded(const http::request_head* request, http::route_stats*
     const std::size_t cls = http::status_class(status);
     m.responses[cls].add();
     if (route != nullptr) route->count(cls);
-    if (ctx_.settings.access != nullptr) log_response(request, status, body_bytes);
+    (void)request, (void)body_bytes;
 }
 
-void connection::log_response(const http::request_head* request, unsigned status,
-                              std::uint64_t body_bytes) noexcept {
-    // Out of line: without a log, responded() saves no register and makes no call.
-    ctx_.settings.access->write(peer(), request, status, body_bytes);
+std::chrono::steady_clock::time_point connection::request_started() noexcept {
+    // The first byte of a request: when the batch that read it was reaped (no clock read).
+    return io_ ? io_->request_start : ctx_.poll.reaped();
+}
+
+void connection::completed(const http::response_record& r) noexcept {
+    access_log* log = ctx_.settings.access;
+    if (log == nullptr) return; // turned off by a reload while the response ran
+    access_context c;
+    c.peer = peer();
+    if (r.started != std::chrono::steady_clock::time_point{})
+        c.request_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           timeouts::clock::now() - r.started)
+                           .count();
+    c.https = tls_;
+    c.server_port = local_port();
+    if (tls_ && !handshaking_) {
+        // tarry speaks TLS 1.2 and 1.3 only: 1.3 is the records of its own, or a 1.3 suite.
+        const tls::stream& s = tls_stream();
+        c.tls_protocol = s.own_records() || s.suite() < 3 ? "TLSv1.3" : "TLSv1.2";
+    }
+    log->write(c, r);
+}
+
+std::uint16_t connection::local_port() noexcept {
+    if (local_port_ != 0) return local_port_;
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return 0;
+    if (a.ss_family == AF_INET)
+        local_port_ = ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+    else if (a.ss_family == AF_INET6)
+        local_port_ = ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+    return local_port_; // 0 for a Unix socket (asked again: rare)
 }
 
 void connection::measure_written() noexcept {
@@ -539,7 +569,16 @@ void connection::on_timeout() noexcept {
                 io_state& io = this->io();
                 io.out.erase(0, io.out_off);
                 io.out_off = 0;
-                session_.fail(408, io.out, ctx_.date.value());
+                // For the log: what came of the request's head (its first line, bounded).
+                std::string_view received;
+                if (phase_ == conn_phase::header) {
+                    received = std::string_view(io.in.data(), io.in_len);
+                    received.remove_prefix(std::min(received.find_first_not_of("\r\n"),
+                                                    received.size())); // empty lines first
+                    received = received.substr(0, std::min(received.find_first_of("\r\n"),
+                                                           http::response_record::received_max));
+                }
+                session_.fail(408, io.out, ctx_.date.value(), received);
                 [[maybe_unused]] const ssize_t n = send_some(io.out.data(), io.out.size());
             } catch (...) {
                 // out of memory: close without the courtesy
