@@ -24,6 +24,13 @@ std::uint32_t clock_ms(timeouts::clock::time_point t) noexcept {
         std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
 }
 
+/// The first line of the unparsed input (after empty lines), bounded, for the access log.
+std::string_view first_line(const io_state& io) noexcept {
+    std::string_view in(io.in.data(), io.in_len);
+    in.remove_prefix(std::min(in.find_first_not_of("\r\n"), in.size()));
+    return in.substr(0, std::min(in.find_first_of("\r\n"), http::response_record::received_max));
+}
+
 } // namespace
 
 // What an idle keep-alive connection costs: this object, in a 192-byte heap chunk (glibc adds
@@ -380,7 +387,7 @@ bool connection::shake() {
         drop_tls();
         readable_ = true;
         if (read_some() == read_status::failed) return false;
-        session_.fail(400, io().out, ctx_.date.value());
+        session_.fail(400, io().out, ctx_.date.value(), first_line(io()));
         enter(conn_phase::header, false);
         return true;
     }
@@ -569,15 +576,9 @@ void connection::on_timeout() noexcept {
                 io_state& io = this->io();
                 io.out.erase(0, io.out_off);
                 io.out_off = 0;
-                // For the log: what came of the request's head (its first line, bounded).
-                std::string_view received;
-                if (phase_ == conn_phase::header) {
-                    received = std::string_view(io.in.data(), io.in_len);
-                    received.remove_prefix(std::min(received.find_first_not_of("\r\n"),
-                                                    received.size())); // empty lines first
-                    received = received.substr(0, std::min(received.find_first_of("\r\n"),
-                                                           http::response_record::received_max));
-                }
+                // For the log: what came of the request's head.
+                const std::string_view received =
+                    phase_ == conn_phase::header ? first_line(io) : std::string_view{};
                 session_.fail(408, io.out, ctx_.date.value(), received);
                 [[maybe_unused]] const ssize_t n = send_some(io.out.data(), io.out.size());
             } catch (...) {
