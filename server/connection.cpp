@@ -141,6 +141,9 @@ void connection::responded(const http::request_head* request, http::route_stats*
 }
 
 std::chrono::steady_clock::time_point connection::request_started() noexcept {
+    // The client's address while the socket surely has it: a client that resets before its
+    // answer is over (the line is written then) would leave getpeername() nothing to say.
+    (void)peer();
     // The first byte of a request: when the batch that read it was reaped (no clock read).
     return io_ ? io_->request_start : ctx_.poll.reaped();
 }
@@ -156,10 +159,9 @@ void connection::completed(const http::response_record& r) noexcept {
                            .count();
     c.https = tls_;
     c.server_port = local_port();
-    if (tls_ && !handshaking_) {
+    if (const tls::stream* s = tls_ && !handshaking_ ? ctx_.tls.find(fd_) : nullptr) {
         // tarry speaks TLS 1.2 and 1.3 only: 1.3 is the records of its own, or a 1.3 suite.
-        const tls::stream& s = tls_stream();
-        c.tls_protocol = s.own_records() || s.suite() < 3 ? "TLSv1.3" : "TLSv1.2";
+        c.tls_protocol = s->own_records() || s->suite() < 3 ? "TLSv1.3" : "TLSv1.2";
     }
     log->write(c, r);
 }
@@ -615,10 +617,12 @@ void connection::close(close_reason why) noexcept {
     if (peer_v6_) ctx_.proxied_v6.erase(this);
     session_.abort(); // a handler answering later stops and lets go of the request
     timeout_registry::unenroll(idle_);
+    // The file's descriptor too, not when we are freed; and its log line, while the socket
+    // (its port, its TLS version) is still there.
+    if (session_.has_file()) session_.file_done();
     close_socket(why == close_reason::done || why == close_reason::keep_alive_timeout ||
                  why == close_reason::shutdown || why == close_reason::pressure ||
                  why == close_reason::client_close);
-    if (session_.has_file()) session_.file_done(); // its descriptor too, not when we are freed
     const std::size_t freed = release_buffers(true);
     ctx_.date.release();
     // Counted once the descriptor is really gone, so "open" never runs ahead of the kernel.

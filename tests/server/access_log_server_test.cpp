@@ -121,6 +121,9 @@ TEST_F(AccessLogServerTest, AFileCutShortByTheClientIsLoggedWithWhatWasSent) {
         ASSERT_TRUE(c.wait_for("zzzz"));
     }
     const std::string line = line_with("\"GET /big.bin HTTP/1.1\" 200 ");
+    // Logged as the connection closed, while its socket still said who the client was.
+    EXPECT_EQ(line.rfind("127.0.0.1 - - [", 0), 0U) << line;
+    EXPECT_NE(line.find(" port=" + std::to_string(port) + " "), std::string::npos) << line;
     const std::smatch m = [&] {
         std::smatch r;
         std::regex_search(line, r, std::regex(R"(" 200 (\d+) )"));
