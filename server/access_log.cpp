@@ -94,6 +94,32 @@ void put_json(line_buffer& out, std::string_view s) {
     }
 }
 
+/// The line's time, formatted once per second per thread (as nginx caches its time strings):
+/// gmtime and the formatting cost more than the rest of a short line.
+struct line_time {
+    std::time_t second = -1;
+    char clf[32] = {}; ///< 27/Nov/2026:13:55:36 +0000
+    char iso[24] = {}; ///< 2026-11-27T13:55:36Z
+    std::size_t clf_size = 0;
+    std::size_t iso_size = 0;
+
+    static const line_time& now() {
+        thread_local line_time t;
+        const std::time_t second = std::time(nullptr);
+        if (second != t.second) {
+            std::tm tm{};
+            gmtime_r(&second, &tm);
+            t.clf_size =
+                fmt::format_to_n(t.clf, sizeof t.clf, "{:%d/%b/%Y:%H:%M:%S} +0000", tm).size;
+            t.iso_size = fmt::format_to_n(t.iso, sizeof t.iso, "{:%Y-%m-%dT%H:%M:%SZ}", tm).size;
+            t.second = second;
+        }
+        return t;
+    }
+    [[nodiscard]] std::string_view common() const noexcept { return {clf, clf_size}; }
+    [[nodiscard]] std::string_view json() const noexcept { return {iso, iso_size}; }
+};
+
 std::string_view method_name(const http::request_head& r) noexcept {
     const auto m = boost::beast::http::to_string(r.method);
     return {m.data(), m.size()};
@@ -159,17 +185,14 @@ access_log::~access_log() {
 void access_log::write(const access_context& c, const http::response_record& r) noexcept {
     bool first = false;
     try {
-        const std::time_t now = std::time(nullptr);
-        std::tm tm{};
-        gmtime_r(&now, &tm);
+        const line_time& when = line_time::now();
         line_buffer line; // on the stack unless the client sent long fields
         const auto out = std::back_inserter(line);
         const std::string_view peer = c.peer.empty() ? "-" : c.peer;
         const http::request_head* request = r.request;
         const http::upstream_timing* up = r.upstream;
         if (format_ == format::json) {
-            fmt::format_to(out, R"({{"time":"{:%Y-%m-%dT%H:%M:%SZ}","remote_addr":"{}",)", tm,
-                           peer);
+            fmt::format_to(out, R"({{"time":"{}","remote_addr":"{}",)", when.json(), peer);
             if (!r.received.empty()) {
                 // As it came: a request that never parsed, or a method this server does not know.
                 put(line, R"("request":")");
@@ -212,7 +235,7 @@ void access_log::write(const access_context& c, const http::response_record& r) 
                 fmt::format_to(out, R"("ssl_protocol":"{}"}})", c.tls_protocol);
             line.push_back('\n');
         } else {
-            fmt::format_to(out, "{} - - [{:%d/%b/%Y:%H:%M:%S} +0000] \"", peer, tm);
+            fmt::format_to(out, "{} - - [{}] \"", peer, when.common());
             if (!r.received.empty()) {
                 put_escaped(line, r.received);
             } else if (request != nullptr) {

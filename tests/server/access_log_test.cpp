@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <regex>
 #include <string>
 
 namespace tarry::test {
@@ -207,6 +208,25 @@ TEST_F(AccessLogTest, ARequestThatNeverParsedIsLoggedAsItCame) {
     });
     EXPECT_NE(text.find(" \"GET /a\\x22b\\x01 HTTP/1.1\" 400 12 \"-\" \"-\"\n"), std::string::npos)
         << text;
+}
+
+TEST_F(AccessLogTest, TheTimeIsNginxsTimeLocalInUtcAndIso8601InJson) {
+    http::request_head head;
+    head.method = boost::beast::http::verb::get;
+    head.target = "/";
+    const std::string text = lines(server::access_log::format::common, [&](auto& log) {
+        log.write({}, record_of(&head, 200, 1));
+        log.write({}, record_of(&head, 200, 2)); // the same second's cached text, or the next
+    });
+    const std::regex clf(R"(^- - - \[\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d \+0000\] )");
+    EXPECT_TRUE(std::regex_search(text, clf)) << text;
+    EXPECT_TRUE(std::regex_search(text.substr(text.find('\n') + 1), clf)) << text;
+    std::filesystem::remove(path);
+    const std::string json = lines(server::access_log::format::json,
+                                   [&](auto& log) { log.write({}, record_of(&head, 200, 1)); });
+    EXPECT_TRUE(
+        std::regex_search(json, std::regex(R"(^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",)")))
+        << json;
 }
 
 /// Random bytes, biased towards what breaks logs: quotes, backslashes, controls, high bytes,
