@@ -79,11 +79,13 @@ void exchange::write(std::string_view bytes) {
     const std::size_t need = out.size() + bytes.size() + 32; // and chunk framing
     if (need > out.capacity() && need > (16 << 10))
         out.reserve(std::max(need, s.settings_->max_queued_bytes + 64));
+    const std::size_t before = out.size();
     if (s.r_.chunked) {
         append_chunk(out, bytes);
     } else {
         out.append(bytes);
     }
+    s.state_->sent += out.size() - before; // chunk framing counts, as nginx counts it
     s.wake_transport();
 }
 
@@ -91,7 +93,8 @@ void exchange::send_file(unique_fd fd, std::uint64_t offset, std::uint64_t lengt
     session& s = owner();
     if (!s.r_.head_only && length != 0) {
         s.file_ = session::files::take();
-        *s.file_ = file_body{std::move(fd), offset, length};
+        static_cast<file_body&>(*s.file_) = file_body{std::move(fd), offset, length};
+        s.state_->file_bytes = length;
     }
     finish();
 }
@@ -104,7 +107,11 @@ void exchange::finish() {
         s.closing_ = true;
     }
     ++s.requests_;
-    if (s.r_.chunked) s.output().append("0\r\n\r\n");
+    if (s.r_.chunked) {
+        constexpr std::string_view last_chunk = "0\r\n\r\n";
+        s.output().append(last_chunk);
+        s.state_->sent += last_chunk.size();
+    }
     s.r_.chunked = false;
     s.r_.responding = false;
     s.r_.finished = true;
@@ -117,7 +124,10 @@ void exchange::respond_text(unsigned status, std::string_view body, std::string_
     response_head head = text_head(status, body.size());
     head.extra_fields = extra_fields;
     s.start_response(head);
-    if (!s.r_.head_only) s.output().append(body);
+    if (!s.r_.head_only) {
+        s.output().append(body);
+        s.state_->sent += body.size();
+    }
     ++s.requests_;
     s.r_.responding = false;
     s.r_.finished = true;
@@ -197,6 +207,13 @@ void exchange::shutdown_output() {
     s.wake_transport();
 }
 
+upstream_timing* exchange::upstream_record() noexcept {
+    session& s = owner();
+    if (!s.settings_->record_responses || !s.state_) return nullptr;
+    s.state_->proxied = true;
+    return &s.state_->upstream;
+}
+
 void exchange::resume_body() {
     session& s = owner();
     if (s.state_ && s.state_->delivering) {
@@ -239,6 +256,7 @@ void session::release_kept() noexcept {
 }
 
 session::~session() {
+    transport_ = nullptr; // the connection is going: nothing more is told to it
     abort();
     finish_request();
 }
@@ -250,6 +268,11 @@ void session::drain() noexcept {
 
 void session::file_done() noexcept {
     file_->fd.reset(); // the file closes now, whether or not the body is kept for reuse
+    if (file_->request) {
+        // Its line waited for the file: what of it went out (all, or up to a close).
+        complete(*file_->request, file_->request->file_bytes - file_->remaining);
+        give_back(std::move(file_->request));
+    }
     try {
         files::give(std::move(file_));
     } catch (...) {
@@ -269,11 +292,48 @@ void session::finish_request() noexcept {
     state_->answer = nullptr;
     state_->parser.reset();
     state_->held.reset();
-    try {
-        states::give(std::move(state_));
-    } catch (...) {
-        state_.reset(); // could not keep it for reuse: free it
+    if (file_ && !file_->request && state_->status != 0 && settings_->record_responses) {
+        file_->request = std::move(state_); // its line is written once the file is sent
+        return;
     }
+    complete(*state_);
+    give_back(std::move(state_));
+}
+
+void session::give_back(states::pointer st) noexcept {
+    try {
+        states::give(std::move(st));
+    } catch (...) {
+        // could not keep it for reuse: it is freed
+    }
+}
+
+namespace {
+
+/// The request line of a validated header block.
+std::string_view first_line(std::string_view header) noexcept {
+    return header.substr(0, std::min(header.find('\r'), header.find('\n')));
+}
+
+} // namespace
+
+void session::complete(request_state& st, std::uint64_t file_sent) noexcept {
+    if (st.status == 0 || transport_ == nullptr || !settings_->record_responses) return;
+    response_record r;
+    r.request = st.unparsed ? nullptr : &st.head;
+    r.received = st.received;
+    // A method the parser does not know is logged as it came, not as "<unknown>" (while its
+    // head is still at hand: an answer within on_request()).
+    if (!st.unparsed && st.head.method == bh::verb::unknown && !st.head.header.empty())
+        r.received = first_line(st.head.header);
+    r.status = st.status;
+    r.body_bytes = st.sent + file_sent;
+    r.tunnel_bytes_in = st.tunnel_in;
+    r.started = st.started;
+    r.upstream = st.proxied ? &st.upstream : nullptr;
+    st.status = 0; // once
+    st.received = {};
+    transport_->completed(r);
 }
 
 void session::end_response() noexcept {
@@ -290,6 +350,8 @@ void session::end_response() noexcept {
 void session::abort() noexcept {
     deferred* d = deferred_answer();
     if (d == nullptr) return;
+    // The client went away before its answer began: nginx's 499 (client closed request).
+    if (state_->status == 0 && !r_.responding) state_->status = 499;
     finish_request();
     d->on_abort();
 }
@@ -310,6 +372,7 @@ std::size_t session::tunnel_in(const char* data, std::size_t size) {
     state_->resumed = false;
     const std::size_t taken = d->on_body(std::string_view(data, size));
     if (state_) {
+        state_->tunnel_in += taken;
         state_->delivering = false;
         if (taken < size) paused_or_again(state_->resumed);
     }
@@ -380,6 +443,13 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             state_->stats = nullptr; // until dispatch() finds the route
             state_->mode = tunnel::none;
             state_->delivering = state_->resumed = false;
+            state_->status = 0;
+            state_->sent = state_->file_bytes = state_->tunnel_in = 0;
+            state_->received = {};
+            state_->unparsed = state_->proxied = false;
+            state_->upstream = {};
+            if (settings_->record_responses && transport_ != nullptr)
+                state_->started = transport_->request_started();
             state_->parser.emplace(state_->head, settings_->max_header_bytes,
                                    settings_->max_body_bytes, *state_);
         }
@@ -391,11 +461,19 @@ std::size_t session::consume(const char* data, std::size_t size, std::string& ou
             // No header byte is consumed before the header is whole, so data + used is where
             // this request starts: a line feed within the header limit means the request line
             // ended there (past the limit, it ended too late: 414).
-            const bool line_complete =
-                !r_.dispatched &&
-                std::memchr(data + used, '\n',
-                            std::min(size - used, settings_->max_header_bytes)) != nullptr;
-            fail(status_for(ec, line_complete), out, date);
+            const std::size_t seen = std::min(size - used, settings_->max_header_bytes);
+            const void* eol = std::memchr(data + used, '\n', seen);
+            const bool line_complete = !r_.dispatched && eol != nullptr;
+            // For the log: the request line as it came (or its start), bounded.
+            std::string_view received;
+            if (!r_.dispatched) {
+                const std::size_t line =
+                    eol != nullptr ? static_cast<const char*>(eol) - (data + used) : size - used;
+                received =
+                    std::string_view(data + used, std::min(line, response_record::received_max));
+                if (!received.empty() && received.back() == '\r') received.remove_suffix(1);
+            }
+            fail(status_for(ec, line_complete), out, date, received);
             break;
         }
         if (parser.is_header_done() && !r_.dispatched) {
@@ -486,16 +564,22 @@ void session::dispatch() {
 void session::emit(std::string& out, response_head& head, std::string_view date) {
     append_head(out, head, date);
     const request_head* req = state_ ? &state_->head : nullptr;
+    if (state_) state_->status = head.status;
     const std::uint64_t bytes = r_.head_only || head.length_unknown ? 0 : head.content_length;
     // Every response, the deferred ones too (a proxied answer comes outside consume()).
     if (transport_ != nullptr)
         transport_->responded(req, state_ ? state_->stats : nullptr, head.status, bytes);
 }
 
-void session::fail(unsigned status, std::string& out, std::string_view date) {
+void session::fail(unsigned status, std::string& out, std::string_view date,
+                   std::string_view received) {
     if (deferred* d = deferred_answer()) {
         state_->answer = nullptr;
         d->on_abort();
+    }
+    if (state_ && !r_.dispatched) {
+        state_->received = received; // completed below, while the bytes are still there
+        state_->unparsed = true;
     }
     // After its answer went out, a request whose body turns out malformed gets no second
     // response (the client would take it for the next request's): it only closes.
@@ -506,6 +590,17 @@ void session::fail(unsigned status, std::string& out, std::string_view date) {
         emit(out, r, date);
         out.append(why);
         out.push_back('\n');
+        if (state_) {
+            state_->sent = why.size() + 1;
+        } else if (settings_->record_responses && transport_ != nullptr) {
+            // Bytes that never started a request (plain HTTP on a TLS port).
+            response_record rec;
+            rec.received = received;
+            rec.status = status;
+            rec.body_bytes = why.size() + 1;
+            rec.started = transport_->request_started();
+            transport_->completed(rec);
+        }
     }
     closing_ = true;
     finish_request();

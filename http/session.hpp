@@ -4,6 +4,7 @@
 #include "recycler.hpp"
 #include "request_parser.hpp"
 #include "response_head.hpp"
+#include "response_record.hpp"
 #include "router.hpp"
 #include "unique_fd.hpp"
 
@@ -23,6 +24,9 @@ struct session_settings {
     std::size_t max_queued_bytes =
         64 * std::size_t{1024};     ///< stop parsing pipelined requests past this
     const router* routes = nullptr; ///< null, or no route matches: the built-in answer
+    /// Each response's record goes to session_transport::completed() when it is over (the
+    /// access log is on). Off, the session keeps no record and reads no clock for one.
+    bool record_responses = false;
 };
 
 /// What a session needs of its connection for answers that come later, outside consume().
@@ -45,6 +49,14 @@ public:
                            std::uint64_t body_bytes) noexcept {
         (void)request, (void)route, (void)status, (void)body_bytes;
     }
+    /// With record_responses: when a request's first byte came, asked once per request.
+    [[nodiscard]] virtual std::chrono::steady_clock::time_point request_started() noexcept {
+        return {};
+    }
+    /// With record_responses: a response is over (its last byte is in the output, or it was
+    /// cut short), or a request was abandoned by its client before its answer; for the access
+    /// log. `r` and what it points to are valid during the call only.
+    virtual void completed(const response_record& r) noexcept { (void)r; }
 
 protected:
     session_transport() = default;
@@ -121,6 +133,10 @@ public:
     /// shut for writing (it still sends).
     void shutdown_output();
 
+    /// Where a proxy notes its upstream's times and status for the access log; null when no
+    /// record is kept (the log is off). Valid until the response is finished.
+    [[nodiscard]] upstream_timing* upstream_record() noexcept;
+
 private:
     friend class session;
     exchange() = default;
@@ -161,7 +177,9 @@ public:
 
     /// Answers with an error status and closes (408 on a header or body timeout). A deferred
     /// answer in progress is aborted.
-    void fail(unsigned status, std::string& out, std::string_view date);
+    /// `received`: the start of the bytes that failed to make a request, for the log.
+    void fail(unsigned status, std::string& out, std::string_view date,
+              std::string_view received = {});
 
     /// Graceful stop: the next response says Connection: close; an idle session closes.
     void drain() noexcept;
@@ -245,6 +263,16 @@ private:
     };
     struct request_state final : request_body_sink {
         request_head head;
+        // The response's record, kept with record_responses (see response_record).
+        unsigned status = 0;          ///< its head was written with this status (0: not yet)
+        std::uint64_t sent = 0;       ///< body bytes put in the output
+        std::uint64_t file_bytes = 0; ///< a file body's length, sent after the output
+        std::uint64_t tunnel_in = 0;  ///< a tunnel's bytes from the client
+        std::chrono::steady_clock::time_point started{};
+        std::string_view received; ///< a head that never parsed, while fail() completes it
+        bool unparsed = false;     ///< the bytes made no request: head is not one
+        bool proxied = false;      ///< upstream holds a proxy's times
+        upstream_timing upstream;
         tunnel mode = tunnel::none; ///< a tunnel after a 101
         bool delivering = false;    ///< the answer's on_body() is running
         bool resumed = false;       ///< ... and it called resume_body(): it has room again
@@ -256,7 +284,11 @@ private:
         std::size_t on_body(std::string_view bytes) override;
     };
     using states = recycler<request_state, 256>;
-    using files = recycler<file_body, 64>;
+    /// A file body, and the request it answers while its line waits for the file's end.
+    struct file_state final : file_body {
+        states::pointer request;
+    };
+    using files = recycler<file_state, 64>;
     /// What consume() was given, while it runs (one pointer, not two, in every session).
     struct consume_run {
         std::string& out;
@@ -288,6 +320,10 @@ private:
     void paused_or_again(bool resumed) noexcept;
     void start_response(response_head& head);
     void finish_request() noexcept;
+    /// The request state's record to the transport (with record_responses), if it responded.
+    void complete(request_state& st, std::uint64_t file_sent = 0) noexcept;
+    /// Gives a request state back to the free list (or frees it).
+    static void give_back(states::pointer st) noexcept;
     void end_response() noexcept;
     void emit(std::string& out, response_head& head, std::string_view date);
     [[nodiscard]] std::string& output();

@@ -123,7 +123,7 @@ struct config {
     std::optional<listen_address> admin_listen; ///< serves /metrics and /healthz; off by default
     std::string log_level = "info";             ///< trace, debug, info, warn, error, critical, off
     std::optional<std::filesystem::path> access_log; ///< off by default; "-" is stdout
-    std::string access_log_format = "common";        ///< common, combined (nginx's) or json
+    std::string access_log_format = "common";        ///< common, combined (nginx's), extended, json
     std::size_t expire_batch = timeouts::default_expire_batch; ///< expiry callbacks per timer wake
     bool timeouts = true;         ///< false only to measure what enforcing them costs
     bool trust_forwarded = false; ///< keep incoming X-Forwarded-* fields and append to them

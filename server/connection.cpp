@@ -24,6 +24,13 @@ std::uint32_t clock_ms(timeouts::clock::time_point t) noexcept {
         std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
 }
 
+/// The first line of the unparsed input (after empty lines), bounded, for the access log.
+std::string_view first_line(const io_state& io) noexcept {
+    std::string_view in(io.in.data(), io.in_len);
+    in.remove_prefix(std::min(in.find_first_not_of("\r\n"), in.size()));
+    return in.substr(0, std::min(in.find_first_of("\r\n"), http::response_record::received_max));
+}
+
 } // namespace
 
 // What an idle keep-alive connection costs: this object, in a 192-byte heap chunk (glibc adds
@@ -130,13 +137,45 @@ void connection::responded(const http::request_head* request, http::route_stats*
     const std::size_t cls = http::status_class(status);
     m.responses[cls].add();
     if (route != nullptr) route->count(cls);
-    if (ctx_.settings.access != nullptr) log_response(request, status, body_bytes);
+    (void)request, (void)body_bytes;
 }
 
-void connection::log_response(const http::request_head* request, unsigned status,
-                              std::uint64_t body_bytes) noexcept {
-    // Out of line: without a log, responded() saves no register and makes no call.
-    ctx_.settings.access->write(peer(), request, status, body_bytes);
+std::chrono::steady_clock::time_point connection::request_started() noexcept {
+    // The client's address while the socket surely has it: a client that resets before its
+    // answer is over (the line is written then) would leave getpeername() nothing to say.
+    (void)peer();
+    // The first byte of a request: when the batch that read it was reaped (no clock read).
+    return io_ ? io_->request_start : ctx_.poll.reaped();
+}
+
+void connection::completed(const http::response_record& r) noexcept {
+    access_log* log = ctx_.settings.access;
+    if (log == nullptr) return; // turned off by a reload while the response ran
+    access_context c;
+    c.peer = peer();
+    if (r.started != std::chrono::steady_clock::time_point{})
+        c.request_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           timeouts::clock::now() - r.started)
+                           .count();
+    c.https = tls_;
+    c.server_port = local_port();
+    if (const tls::stream* s = tls_ && !handshaking_ ? ctx_.tls.find(fd_) : nullptr) {
+        // tarry speaks TLS 1.2 and 1.3 only: 1.3 is the records of its own, or a 1.3 suite.
+        c.tls_protocol = s->own_records() || s->suite() < 3 ? "TLSv1.3" : "TLSv1.2";
+    }
+    log->write(c, r);
+}
+
+std::uint16_t connection::local_port() noexcept {
+    if (local_port_ != 0) return local_port_;
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return 0;
+    if (a.ss_family == AF_INET)
+        local_port_ = ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+    else if (a.ss_family == AF_INET6)
+        local_port_ = ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+    return local_port_; // 0 for a Unix socket (asked again: rare)
 }
 
 void connection::measure_written() noexcept {
@@ -350,7 +389,7 @@ bool connection::shake() {
         drop_tls();
         readable_ = true;
         if (read_some() == read_status::failed) return false;
-        session_.fail(400, io().out, ctx_.date.value());
+        session_.fail(400, io().out, ctx_.date.value(), first_line(io()));
         enter(conn_phase::header, false);
         return true;
     }
@@ -539,7 +578,10 @@ void connection::on_timeout() noexcept {
                 io_state& io = this->io();
                 io.out.erase(0, io.out_off);
                 io.out_off = 0;
-                session_.fail(408, io.out, ctx_.date.value());
+                // For the log: what came of the request's head.
+                const std::string_view received =
+                    phase_ == conn_phase::header ? first_line(io) : std::string_view{};
+                session_.fail(408, io.out, ctx_.date.value(), received);
                 [[maybe_unused]] const ssize_t n = send_some(io.out.data(), io.out.size());
             } catch (...) {
                 // out of memory: close without the courtesy
@@ -575,10 +617,12 @@ void connection::close(close_reason why) noexcept {
     if (peer_v6_) ctx_.proxied_v6.erase(this);
     session_.abort(); // a handler answering later stops and lets go of the request
     timeout_registry::unenroll(idle_);
+    // The file's descriptor too, not when we are freed; and its log line, while the socket
+    // (its port, its TLS version) is still there.
+    if (session_.has_file()) session_.file_done();
     close_socket(why == close_reason::done || why == close_reason::keep_alive_timeout ||
                  why == close_reason::shutdown || why == close_reason::pressure ||
                  why == close_reason::client_close);
-    if (session_.has_file()) session_.file_done(); // its descriptor too, not when we are freed
     const std::size_t freed = release_buffers(true);
     ctx_.date.release();
     // Counted once the descriptor is really gone, so "open" never runs ahead of the kernel.

@@ -122,6 +122,8 @@ public:
     [[nodiscard]] bool secure() const noexcept override { return tls_; }
     void responded(const http::request_head* request, http::route_stats* route, unsigned status,
                    std::uint64_t body_bytes) noexcept override;
+    std::chrono::steady_clock::time_point request_started() noexcept override;
+    void completed(const http::response_record& r) noexcept override;
 
 private:
     friend class client_io; // its trampolines hand the batch's results here
@@ -149,8 +151,8 @@ private:
     void finish();
     void on_timeout() noexcept;
     void measure_written() noexcept;
-    [[gnu::noinline]] void log_response(const http::request_head* request, unsigned status,
-                                        std::uint64_t body_bytes) noexcept;
+    /// The port the client connected to, for the access log (looked up once).
+    std::uint16_t local_port() noexcept;
     /// The PROXY header at the start of the input: taken off, its client kept. Whether request
     /// bytes follow it; false too while it is incomplete, or when it is malformed (the
     /// connection is then closed: closed_ says which).
@@ -166,9 +168,10 @@ public:
 
 private:
     timeouts::idle_entry idle_;
-    http::session session_;      ///< the protocol (client_protocol.hpp)
-    std::uint32_t peer_v4_ = 0;  ///< the client's IPv4 address, once known (peer_v4_known_)
-    std::uint32_t answered_ = 0; ///< session_.requests() at the last wait
+    http::session session_;        ///< the protocol (client_protocol.hpp)
+    std::uint32_t peer_v4_ = 0;    ///< the client's IPv4 address, once known (peer_v4_known_)
+    std::uint32_t answered_ = 0;   ///< session_.requests() at the last wait
+    std::uint16_t local_port_ = 0; ///< the port it was accepted on, once the log asked
     conn_phase phase_ = conn_phase::silent;
     bool closed_ = false;
     bool driving_ = false; ///< drive() is on the stack: a wake() only asks it to parse again

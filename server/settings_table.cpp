@@ -286,22 +286,24 @@ constexpr std::array setting_rows{
                     c.access_log = read_path(v, R"(a file path or "-")",
                                              R"(expected a file path string or "-")");
                 }},
-    setting{.key = "access_log_format",
-            .flag = "--access-log-format",
-            .type = "FORMAT",
-            .help =
-                "The access log's line: common (the Common Log Format), combined (nginx's default: "
-                "common with the Referer and User-Agent) or json (one object per line).",
-            .default_text = R"("common")",
-            .apply =
-                [](config& c, const setting_value& v) {
-                    const std::string& text =
-                        read_string(v, R"(expected "common", "combined" or "json")");
-                    if (text != "common" && text != "combined" && text != "json")
-                        fail(v.what(),
-                             R"(expected "common", "combined" or "json", got )" + quote(text));
-                    c.access_log_format = text;
-                }},
+    setting{
+        .key = "access_log_format",
+        .flag = "--access-log-format",
+        .type = "FORMAT",
+        .help = "The access log's line: common (the Common Log Format), combined (nginx's default: "
+                "common with the Referer and User-Agent), extended (combined, then the request "
+                "and upstream times, upstream status, scheme, port and TLS version) or json (one "
+                "object per line).",
+        .default_text = R"("common")",
+        .apply =
+            [](config& c, const setting_value& v) {
+                constexpr std::string_view expected =
+                    R"(expected "common", "combined", "extended" or "json")";
+                const std::string& text = read_string(v, expected);
+                if (text != "common" && text != "combined" && text != "extended" && text != "json")
+                    fail(v.what(), std::string(expected) + ", got " + quote(text));
+                c.access_log_format = text;
+            }},
     setting{.key = "expire_batch",
             .type = "N",
             .help = "Timeout expiries handled per timer wake-up before other work gets a turn.",

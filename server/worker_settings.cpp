@@ -25,6 +25,7 @@ worker_settings worker_settings::from(const config& cfg, const http::router* rou
     // byte the same, so only the cost of enforcing timeouts is compared.
     s.session.keep_alive_timeout_s = advertised_keep_alive(cfg.keep_alive_timeout);
     s.session.routes = routes;
+    s.session.record_responses = access != nullptr;
     // The server starts the keep-alive clock when the response's last byte is handed to the
     // kernel; the client starts its own when it has read it, a scheduling delay later (tens of
     // microseconds on loopback, a few milliseconds under load). Counting from 2 ms after the

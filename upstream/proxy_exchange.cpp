@@ -47,7 +47,17 @@ constexpr upstream_error error_of(proxy_exchange::outcome how) noexcept {
     }
 }
 
+/// Microseconds from `from` to `to`.
+std::int64_t micros(std::chrono::steady_clock::time_point from,
+                    std::chrono::steady_clock::time_point to) noexcept {
+    return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
+}
+
 } // namespace
+
+http::upstream_timing* proxy_exchange::record() noexcept {
+    return ex_ != nullptr ? ex_->upstream_record() : nullptr;
+}
 
 proxy_exchange::proxy_exchange(std::shared_ptr<proxy_handler> handler, http::exchange& ex)
     : handler_(std::move(handler)), ex_(&ex) {}
@@ -90,6 +100,7 @@ void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
     if (auto c = fresh ? nullptr : pool_->take()) {
         conn_ = std::move(c);
         reused_ = true;
+        if (http::upstream_timing* u = record()) u->connect_us = 0; // as nginx's, on a kept one
         conn_->set_user(this);
         connected();
         return;
@@ -116,6 +127,8 @@ void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept 
         finish(outcome::unreachable);
         return;
     }
+    if (http::upstream_timing* u = record()) // a clock read only for the log
+        u->connect_us = micros(started_, std::chrono::steady_clock::now());
     try {
         connected();
     } catch (...) {
@@ -329,9 +342,12 @@ void proxy_exchange::on_response_head() {
         head.length_unknown = true;
     }
     phase_ = phase::streaming;
-    pool_->metrics().responded(std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::steady_clock::now() - started_)
-                                   .count());
+    const std::int64_t took = micros(started_, std::chrono::steady_clock::now());
+    pool_->metrics().responded(took);
+    if (http::upstream_timing* u = record()) {
+        u->header_us = took;
+        u->status = head.status;
+    }
     if (ex_ != nullptr) ex_->respond(head);
 }
 
@@ -348,9 +364,13 @@ void proxy_exchange::switch_protocols(std::string_view first) {
         request_.writing(), write_pending_);
     write_pending_ = false;
     pool_->to_tunnel();
-    pool_->metrics().responded(std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::steady_clock::now() - started_)
-                                   .count());
+    const std::int64_t took = micros(started_, std::chrono::steady_clock::now());
+    pool_->metrics().responded(took);
+    if (http::upstream_timing* u = record()) {
+        // The upstream's part ends with its 101; the tunnel's own life is the request time.
+        u->header_us = u->response_us = took;
+        u->status = 101;
+    }
     proxy_tunnel& t = *tunnel;
     t.start(std::move(tunnel), parser_->header(), first);
     finish(outcome::upgraded);
@@ -421,7 +441,14 @@ void proxy_exchange::finish(outcome how) noexcept {
     case outcome::unreachable:
         break;
     }
-    // Then the client.
+    // Then the client (and its log: the upstream's time, and the status a failure stands for,
+    // as nginx's $upstream_status says 502 or 504 for a server that gave no answer).
+    if (http::upstream_timing* u = record();
+        u != nullptr && pool_ && how != outcome::upgraded && how != outcome::client_gone) {
+        u->response_us = micros(started_, std::chrono::steady_clock::now());
+        if (u->status == 0 && how != outcome::answered && how != outcome::overrun)
+            u->status = status_of(how);
+    }
     const bool began = responded();
     phase_ = phase::answered;
     http::exchange* const e = ex_;

@@ -17,7 +17,8 @@
 
 namespace tarry::http {
 class exchange;
-}
+struct upstream_timing;
+} // namespace tarry::http
 
 namespace tarry::upstream {
 
@@ -114,6 +115,8 @@ private:
     void drop_connection(upstream_close why) noexcept;
     void release() noexcept;
     [[nodiscard]] bool responded() const noexcept { return phase_ == phase::streaming; }
+    /// Where the access log's upstream times go (null: the log is off, or the client left).
+    [[nodiscard]] http::upstream_timing* record() noexcept;
 
     std::shared_ptr<proxy_handler> handler_;
     http::exchange* ex_;

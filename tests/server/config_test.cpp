@@ -1424,10 +1424,11 @@ TEST_F(ConfigFileTest, AnUpstreamRouteMayRefuseUpgrades) {
 TEST_F(ConfigFileTest, AccessLogFormatIsOneOfThree) {
     EXPECT_EQ(load("access_log_format = \"json\"\n").access_log_format, "json");
     EXPECT_EQ(load("access_log_format = \"combined\"\n").access_log_format, "combined");
+    EXPECT_EQ(load("access_log_format = \"extended\"\n").access_log_format, "extended");
     EXPECT_EQ(load("").access_log_format, "common");
     EXPECT_TRUE(contains(load_error("access_log_format = \"xml\"\n", 1),
-                         "access_log_format: expected \"common\", \"combined\" or \"json\", "
-                         "got \"xml\""));
+                         "access_log_format: expected \"common\", \"combined\", \"extended\" or "
+                         "\"json\", got \"xml\""));
 }
 
 // --- TLS ---------------------------------------------------------------------------------------

@@ -880,6 +880,32 @@ TEST(TlsPlainHttpTest, AnHttpRequestGetsAReadable400AndAnOrderlyClose) {
     EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
 }
 
+TEST(TlsAccessLogTest, LinesSayHttpsThePortAndTheTlsVersionAndAPlainRequestItsLine) {
+    scratch_dir dir("access_log");
+    const fs::path log = dir / "access.log";
+    tls_server t({"--access-log", log.string(), "--access-log-format", "extended"});
+    ASSERT_EQ(run(t.curl("--tlsv1.3 -o /dev/null " + t.url() + "v13")).status, 0);
+    ASSERT_EQ(run(t.curl("--tlsv1.2 --tls-max 1.2 -o /dev/null " + t.url() + "v12")).status, 0);
+    test_client plain(t.port()); // HTTP on the TLS port: 400, logged with its request line
+    ASSERT_TRUE(plain.send("GET /plain HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(read_to_end(plain.fd()).first.starts_with("HTTP/1.1 400 "));
+    const std::string port = " port=" + t.port_text() + " ";
+    for (const auto& [request, end] :
+         {std::pair{"\"GET /v13 HTTP/1.1\" 200 ", "scheme=https" + port + "tls=TLSv1.3\n"},
+          std::pair{"\"GET /v12 HTTP/1.1\" 200 ", "scheme=https" + port + "tls=TLSv1.2\n"},
+          std::pair{"\"GET /plain HTTP/1.1\" 400 ", "scheme=http" + port + "tls=-\n"}}) {
+        std::string text;
+        EXPECT_TRUE(eventually([&] {
+            text = slurp(log);
+            const auto at = text.find(request);
+            return at != std::string::npos &&
+                   text.find('\n', at) == text.find(end, at) + end.size() - 1;
+        })) << request
+            << " ... " << end << " not in:\n"
+            << text;
+    }
+}
+
 // --- 9. Resumption across a reload ---------------------------------------------------------------
 
 /// A configuration file with the default certificate (`cert_name`.pem/.key) and `more`.

@@ -50,6 +50,29 @@ const server = http.createServer((req, res) => {
       res.end();
     };
     more();
+  } else if (path === '/api/hello') {
+    // What most applications do: a head with no length, then the whole JSON at once (Node
+    // sends it chunked).
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ message: 'hello from the application', items: [1, 2, 3],
+      note: 'a JSON answer without Content-Length' }));
+  } else if (path === '/stream') {
+    // n bytes in 16 KiB writes, no Content-Length: chunked, or to the close for HTTP/1.0.
+    let left = Number(url.searchParams.get('n'));
+    const piece = Buffer.alloc(16 * 1024, 'y');
+    const more = () => {
+      while (left > 0) {
+        const n = Math.min(left, piece.length);
+        left -= n;
+        if (!res.write(n === piece.length ? piece : piece.subarray(0, n))) {
+          res.once('drain', more);
+          return;
+        }
+      }
+      res.end();
+    };
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+    more();
   } else if (path === '/slow') {
     setTimeout(() => res.end('slow'), Number(url.searchParams.get('ms')));
   } else if (path === '/chunked') {
