@@ -1259,6 +1259,34 @@ TEST_F(ConfigFileTest, RouteErrorsNameTheRouteAndTheLine) {
     }
 }
 
+// TOML puts a key written after a table header into that table: a top-level key added at the end
+// of a file is told where it belongs, and misspelt keys get a suggestion inside tables too.
+TEST_F(ConfigFileTest, ATopLevelKeyInsideATableIsToldToMoveAboveTheFirstTable) {
+    const std::string two_routes = "[[route]]\nprefix = \"/a/\"\nrespond = \"hello\"\n\n"
+                                   "[[route]]\nprefix = \"/b/\"\nrespond = \"hello\"\n";
+    const std::string move_it = "it is a top-level key, move it above the first [table] or "
+                                "[[table]] of the file";
+    const std::vector<std::tuple<std::string, int, std::string>> cases{
+        {two_routes + "keep_alive_timeout = \"5s\"\n", 8,
+         "route[2]: unknown key \"keep_alive_timeout\": " + move_it},
+        {app_upstream + "access_log = \"-\"\n", 3,
+         "upstream.app: unknown key \"access_log\": " + move_it},
+        {"[[tls]]\nserver_names = [\"a.example\"]\nworkers = 2\n", 3,
+         "tls[1]: unknown key \"workers\": " + move_it},
+        {two_routes + "prefx = \"/c/\"\n", 8,
+         "route[2]: unknown key \"prefx\" (did you mean \"prefix\"?)"},
+        {app_upstream + "max_idel = 4\n", 3,
+         "upstream.app: unknown key \"max_idel\" (did you mean \"max_idle\"?)"},
+        {two_routes + "keepalive_timeout = \"5s\"\n", 8,
+         "route[2]: unknown key \"keepalive_timeout\" (did you mean the top-level key "
+         "\"keep_alive_timeout\"? it belongs above the first [table]"},
+    };
+    for (const auto& [text, line, expected] : cases) {
+        const std::string message = load_error(text, line);
+        EXPECT_TRUE(contains(message, expected)) << message;
+    }
+}
+
 TEST_F(ConfigFileTest, UpstreamErrorsNameTheUpstreamAndTheLine) {
     const std::vector<std::tuple<std::string, int, std::string>> cases{
         {"[upstream.app]\nbalance = \"least_conn\"\n", 1,
