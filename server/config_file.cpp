@@ -270,7 +270,8 @@ void apply_table(Target& target, const toml::table& table, const std::string& na
     for (const entry& e : in_file_order(table)) {
         const auto rule =
             std::find_if(rules.begin(), rules.end(), [&](const auto& r) { return r.key == e.key; });
-        if (rule == rules.end()) throw located_error(e.where.line, unknown_in_table(e.key, name, rules));
+        if (rule == rules.end())
+            throw located_error(e.where.line, unknown_in_table(e.key, name, rules));
         try {
             rule->apply(target, setting_value(*e.value, name + "." + e.key));
         } catch (const located_error&) {
