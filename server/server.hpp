@@ -57,6 +57,8 @@ public:
 
 private:
     void wait_signal();
+    /// The exit line: why, and what the drain did (connections finished, cut at drain_timeout).
+    void log_exit() const;
     /// `applied` runs (on some worker's thread) once every worker has applied the change; not
     /// at all when it returns false.
     bool reload(std::function<void()> applied = {});
@@ -95,6 +97,10 @@ private:
     std::unique_ptr<admin> admin_;
     std::vector<std::unique_ptr<admin>> old_admins_; ///< closed; their aborted accepts may run
     std::thread joiner_;
+    /// Why the process stops ("SIGTERM"; a stop() from the program that embeds the server), and
+    /// since when, for the exit line.
+    std::string stop_reason_ = "stop requested";
+    std::chrono::steady_clock::time_point stop_started_;
     bool stopping_ = false;
     bool stopped_ = false; ///< the workers are gone: no signal is waited for again
 };
