@@ -110,6 +110,7 @@ std::vector<std::string> config_changes(const config& before, const config& afte
     scalar("max_connections", &config::max_connections);
     scalar("admin_listen", &config::admin_listen);
     scalar("log_level", &config::log_level);
+    scalar("pid_file", &config::pid_file);
     scalar("access_log", &config::access_log);
     scalar("access_log_format", &config::access_log_format);
     scalar("expire_batch", &config::expire_batch);

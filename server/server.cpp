@@ -76,6 +76,8 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
     if (cfg_.admin_listen)
         admin_ = std::make_unique<admin>(
             io_, *cfg_.admin_listen, [this] { return metrics(); }, [this] { return !stopping_; });
+    // Last: written once the process can serve, so what reads it signals a running server.
+    if (cfg_.pid_file) pid_file_ = std::make_unique<pid_file>(*cfg_.pid_file);
 }
 
 std::optional<boost::asio::ip::tcp::endpoint> server::admin_endpoint() const {
@@ -358,6 +360,10 @@ bool server::reload(std::function<void()> applied) {
     if (next.workers != cfg_.workers) {
         spdlog::warn("reload: workers = {} needs a restart; {} keep running", next.workers,
                      worker_count_);
+    }
+    if (next.pid_file != cfg_.pid_file) {
+        spdlog::warn("reload: a new pid_file needs a restart; the process id stays in {}",
+                     pid_file_ ? pid_file_->path().string() : std::string("no file"));
     }
     spdlog::set_level(spdlog::level::from_str(next.log_level));
     if (next.admin_listen != cfg_.admin_listen) {
