@@ -499,6 +499,8 @@ void proxy_exchange::release() noexcept {
 }
 
 void proxy_exchange::log_failure(outcome how, const boost::system::error_code& ec) const noexcept {
+    // Cancelled here (a stop closing what is in flight): not something the upstream did.
+    if (ec == boost::asio::error::operation_aborted) return;
     try {
         upstream_failure f;
         f.server = pool_ ? std::string_view(pool_->name()) : std::string_view{};
