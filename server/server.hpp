@@ -96,7 +96,7 @@ private:
     /// The Unix sockets the listeners hold (the last to close one removes its file).
     std::vector<std::weak_ptr<shared_socket>> unix_sockets_;
     std::unique_ptr<admin> admin_;
-    std::unique_ptr<pid_file> pid_file_; ///< removed as the server goes
+    std::unique_ptr<pid_file> pid_file_;             ///< removed as the server goes
     std::vector<std::unique_ptr<admin>> old_admins_; ///< closed; their aborted accepts may run
     std::thread joiner_;
     /// Why the process stops ("SIGTERM"; a stop() from the program that embeds the server), and
