@@ -121,7 +121,8 @@ struct config {
     unsigned workers = 0;                       ///< 0: one per core
     std::size_t max_connections = 0;            ///< per server; 0: derived from the open-file limit
     std::optional<listen_address> admin_listen; ///< serves /metrics and /healthz; off by default
-    std::string log_level = "info";             ///< trace, debug, info, warn, error, critical, off
+    std::optional<std::filesystem::path> pid_file; ///< nginx's `pid`: off by default
+    std::string log_level = "info"; ///< trace, debug, info, warn, error, critical, off
     std::optional<std::filesystem::path> access_log; ///< off by default; "-" is stdout
     std::string access_log_format = "common";        ///< common, combined (nginx's), extended, json
     std::size_t expire_batch = timeouts::default_expire_batch; ///< expiry callbacks per timer wake

@@ -242,6 +242,27 @@ template <typename Rules> std::vector<std::string_view> keys_of(const Rules& rul
     return keys;
 }
 
+// TOML puts every key written after a [table] header into that table, so a top-level key added at
+// the end of a file lands in the last table: the message says so instead of only "unknown".
+template <typename Rules>
+std::string unknown_in_table(const std::string& key, const std::string& name, const Rules& rules) {
+    std::string message = name + ": unknown key " + quote(key);
+    const std::vector<std::string_view> top_level = keys_of(settings());
+    const auto move_it = " above the first [table] or [[table]] of the file (TOML puts every key "
+                         "after a table header into that table)";
+    if (std::find(top_level.begin(), top_level.end(), key) != top_level.end()) {
+        message += ": it is a top-level key, move it";
+        message += move_it;
+    } else if (const auto suggestion = closest(key, keys_of(rules))) {
+        message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
+    } else if (const auto top = closest(key, top_level)) {
+        message += " (did you mean the top-level key \"" + std::string(*top) + "\"? it belongs";
+        message += move_it;
+        message += ")";
+    }
+    return message;
+}
+
 // Applies every key of `table` through `rules`; `name` prefixes the keys in messages.
 template <typename Target>
 void apply_table(Target& target, const toml::table& table, const std::string& name,
@@ -249,13 +270,8 @@ void apply_table(Target& target, const toml::table& table, const std::string& na
     for (const entry& e : in_file_order(table)) {
         const auto rule =
             std::find_if(rules.begin(), rules.end(), [&](const auto& r) { return r.key == e.key; });
-        if (rule == rules.end()) {
-            std::string message = name + ": unknown key " + quote(e.key);
-            if (const auto suggestion = closest(e.key, keys_of(rules))) {
-                message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
-            }
-            throw located_error(e.where.line, message);
-        }
+        if (rule == rules.end())
+            throw located_error(e.where.line, unknown_in_table(e.key, name, rules));
         try {
             rule->apply(target, setting_value(*e.value, name + "." + e.key));
         } catch (const located_error&) {

@@ -1,6 +1,7 @@
 #include "metrics_text.hpp"
 
 #include "build_info.hpp"
+#include "process_metrics.hpp"
 #include "worker.hpp"
 
 #include <tarry/upstream/upstream_metrics.hpp>
@@ -399,6 +400,7 @@ std::string render_metrics(const std::vector<worker*>& ws,
     counter_line("tarry_date_refreshes_total", "counter",
                  "Times the cached Date value was rebuilt.", static_cast<std::int64_t>(refreshes));
     render_upstreams(out, snaps);
+    if (const auto process = read_process_sample()) render_process_metrics(out, *process);
     return out;
 }
 

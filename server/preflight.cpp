@@ -55,6 +55,7 @@ std::vector<std::string> preflight(const config& cfg) {
         if (cfg.routes[i].what == route_config::kind::files)
             check_docroot(cfg.routes[i].docroot, "route[" + std::to_string(i + 1) + "].docroot");
     if (cfg.access_log) check_log_file(*cfg.access_log, "access_log");
+    if (cfg.pid_file) check_log_file(*cfg.pid_file, "pid_file");
     for (const listen_address& a : cfg.listen)
         if (a.unix_path.empty())
             check_tcp_address(a, "listen");

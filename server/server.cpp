@@ -1,10 +1,12 @@
 #include "server.hpp"
 
 #include "admin.hpp"
+#include "config_diff.hpp"
 #include "metrics_text.hpp"
 #include "preflight.hpp"
 
 #include <boost/asio/post.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -29,6 +31,19 @@ std::string to_string(const boost::asio::ip::tcp::endpoint& ep) {
     const auto a = ep.address();
     return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" +
            std::to_string(ep.port());
+}
+
+std::string signal_name(int sig) {
+    switch (sig) {
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGINT:
+        return "SIGINT";
+    case SIGHUP:
+        return "SIGHUP";
+    default:
+        return "signal " + std::to_string(sig);
+    }
 }
 
 } // namespace
@@ -61,6 +76,8 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
     if (cfg_.admin_listen)
         admin_ = std::make_unique<admin>(
             io_, *cfg_.admin_listen, [this] { return metrics(); }, [this] { return !stopping_; });
+    // Last: written once the process can serve, so what reads it signals a running server.
+    if (cfg_.pid_file) pid_file_ = std::make_unique<pid_file>(*cfg_.pid_file);
 }
 
 std::optional<boost::asio::ip::tcp::endpoint> server::admin_endpoint() const {
@@ -175,6 +192,27 @@ void server::run() {
     for (auto& w : workers_)
         w->join();
     if (access_) access_->flush();
+    log_exit();
+}
+
+void server::log_exit() const {
+    worker::drain_outcome total;
+    for (const auto& w : workers_) {
+        const auto d = w->drained();
+        total.at_stop += d.at_stop;
+        total.cut += d.cut;
+        total.left += d.left;
+    }
+    const std::size_t finished = total.at_stop - std::min(total.at_stop, total.cut + total.left);
+    std::string outcome =
+        fmt::format("{} connection(s) open at the stop: {} finished", total.at_stop, finished);
+    if (total.cut != 0)
+        outcome += fmt::format(", {} closed at drain_timeout ({})", total.cut,
+                               duration_text(cfg_.drain_timeout));
+    if (total.left != 0) outcome += fmt::format(", {} closed at once", total.left);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - stop_started_);
+    spdlog::info("exit ({}): {}; drained in {}ms", stop_reason_, outcome, took.count());
 }
 
 void server::wait_signal() {
@@ -193,12 +231,14 @@ void server::wait_signal() {
                     "SIGUSR1: cannot reopen the access log {}; still writing the old file",
                     access_->path().string());
         } else if (!stopping_) {
+            stop_reason_ = signal_name(sig);
             spdlog::info(
                 "signal {}: stopping (drain up to {}ms)", sig,
                 std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.drain_timeout).count());
             stop();
         } else {
             spdlog::warn("signal {} again: stopping now", sig);
+            stop_reason_ += ", then " + signal_name(sig) + " again";
             for (auto& w : workers_)
                 w->io().stop();
         }
@@ -210,6 +250,7 @@ void server::stop() {
     boost::asio::post(io_, [this] {
         if (stopping_) return;
         stopping_ = true;
+        stop_started_ = std::chrono::steady_clock::now();
         for (auto& w : workers_)
             w->stop(cfg_.drain_timeout);
         // Workers return from run() by themselves once drained; then the signal wait (the only
@@ -320,6 +361,10 @@ bool server::reload(std::function<void()> applied) {
         spdlog::warn("reload: workers = {} needs a restart; {} keep running", next.workers,
                      worker_count_);
     }
+    if (next.pid_file != cfg_.pid_file) {
+        spdlog::warn("reload: a new pid_file needs a restart; the process id stays in {}",
+                     pid_file_ ? pid_file_->path().string() : std::string("no file"));
+    }
     spdlog::set_level(spdlog::level::from_str(next.log_level));
     if (next.admin_listen != cfg_.admin_listen) {
         if (admin_) {
@@ -334,9 +379,13 @@ bool server::reload(std::function<void()> applied) {
     if (next_tls)
         for (const std::string& w : next_tls->warnings())
             spdlog::warn("reload: {}", w);
+    std::vector<std::string> changes = config_changes(cfg_, next);
+    if (changes.empty()) changes.emplace_back("no change");
+    // Certificates are read again whether or not their paths changed (a renewal keeps them).
+    if (next_tls) changes.emplace_back("certificates read again");
     tls_ = std::move(next_tls);
     cfg_ = std::move(next);
-    spdlog::info("reloaded configuration");
+    spdlog::info("reloaded configuration: {}", fmt::join(changes, "; "));
     // The server's state is final before any worker can report: whoever waits for `applied`
     // may read it. Each worker applies the change on its own thread; the last to do so tells.
     auto left = std::make_shared<std::atomic<std::size_t>>(workers_.size());

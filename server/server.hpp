@@ -5,6 +5,7 @@
 #include "access_log.hpp"
 #include "config.hpp"
 #include "handlers.hpp"
+#include "pid_file.hpp"
 #include "worker.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -57,6 +58,8 @@ public:
 
 private:
     void wait_signal();
+    /// The exit line: why, and what the drain did (connections finished, cut at drain_timeout).
+    void log_exit() const;
     /// `applied` runs (on some worker's thread) once every worker has applied the change; not
     /// at all when it returns false.
     bool reload(std::function<void()> applied = {});
@@ -93,8 +96,13 @@ private:
     /// The Unix sockets the listeners hold (the last to close one removes its file).
     std::vector<std::weak_ptr<shared_socket>> unix_sockets_;
     std::unique_ptr<admin> admin_;
+    std::unique_ptr<pid_file> pid_file_;             ///< removed as the server goes
     std::vector<std::unique_ptr<admin>> old_admins_; ///< closed; their aborted accepts may run
     std::thread joiner_;
+    /// Why the process stops ("SIGTERM"; a stop() from the program that embeds the server), and
+    /// since when, for the exit line.
+    std::string stop_reason_ = "stop requested";
+    std::chrono::steady_clock::time_point stop_started_;
     bool stopping_ = false;
     bool stopped_ = false; ///< the workers are gone: no signal is waited for again
 };

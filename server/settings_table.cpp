@@ -276,6 +276,15 @@ constexpr std::array setting_rows{
                             v, "expected one of trace, debug, info, warn, error, critical, off"),
                         v.what());
                 }},
+    setting{.key = "pid_file",
+            .flag = "--pid-file",
+            .type = "FILE",
+            .help = "Write the process id to this file at start, and remove it at exit (nginx's "
+                    "pid), for kill -USR1 $(cat FILE) without systemd. Unset: off.",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.pid_file = read_path(v, "a file path", "expected a file path string");
+                }},
     setting{.key = "access_log",
             .flag = "--access-log",
             .type = "FILE",

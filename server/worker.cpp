@@ -123,6 +123,7 @@ void worker::stop(duration drain) {
     post([this, drain] {
         if (stopping_) return;
         stopping_ = true;
+        drain_.at_stop = connections_;
         // New connections go elsewhere at once (a balancer's health check fails too).
         for (auto& l : listeners_)
             l->close();
@@ -161,6 +162,7 @@ void worker::stop(duration drain) {
         drain_timer_.expires_after(drain);
         drain_timer_.async_wait([this](const boost::system::error_code& ec) {
             if (ec) return;
+            drain_.cut = connections_;
             spread_.clear();
             // Handlers first (their pools stop: a tunnel closed below counts as shutdown).
             if (router_)

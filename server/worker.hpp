@@ -81,6 +81,15 @@ public:
     [[nodiscard]] unsigned index() const noexcept { return index_; }
     [[nodiscard]] std::size_t connections() const noexcept { return connections_; }
     [[nodiscard]] bool stopping() const noexcept { return stopping_; }
+    /// How a graceful stop ended, for the exit log line; read once the worker's thread is gone.
+    struct drain_outcome {
+        std::size_t at_stop = 0; ///< connections open when the stop began
+        std::size_t cut = 0;     ///< closed at drain_timeout (still busy or in a tunnel)
+        std::size_t left = 0;    ///< open when the loop ended (a second signal stopped it)
+    };
+    [[nodiscard]] drain_outcome drained() const noexcept {
+        return {drain_.at_stop, drain_.cut, connections_};
+    }
 
     // accept_target: what the listeners call.
     /// A new client socket (non-blocking): becomes a connection.
@@ -130,6 +139,7 @@ private:
     std::size_t spread_next_ = 0;
     std::thread thread_;
     std::size_t connections_ = 0;
+    drain_outcome drain_;
     bool stopping_ = false;
 };
 

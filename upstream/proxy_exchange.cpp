@@ -3,6 +3,7 @@
 #include "keep_alive.hpp"
 #include "proxy_handler.hpp"
 #include "proxy_tunnel.hpp"
+#include "upstream_error_log.hpp"
 
 #include <tarry/http/field_writer.hpp>
 #include <tarry/http/hop_by_hop.hpp>
@@ -10,6 +11,8 @@
 
 #include <boost/asio/error.hpp>
 #include <boost/beast/http/error.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -117,6 +120,7 @@ void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept 
     const keep_alive<proxy_exchange> hold(self_);
     if (ec) {
         pool_->metrics().error(upstream_error::connect);
+        log_failure(outcome::unreachable, ec);
         handler_->group().failed(*pool_);
         drop_connection(upstream_close::error);
         // Nothing was sent: another server may take it, whatever the method.
@@ -290,7 +294,7 @@ bool proxy_exchange::parse(const char* data, std::size_t size, std::size_t& used
         if (!conn_) return false; // the client went away while the body was written to it
         if (ec == bh::error::need_more) break;
         if (ec) {
-            finish(outcome::malformed);
+            finish(outcome::malformed, ec);
             return false;
         }
         if (!had_header && parser_->is_header_done()) {
@@ -394,7 +398,7 @@ void proxy_exchange::connection_failed(const boost::system::error_code& ec) noex
         }
         return;
     }
-    finish(outcome::reset);
+    finish(outcome::reset, ec);
 }
 
 void proxy_exchange::on_timeout() noexcept {
@@ -413,7 +417,10 @@ void proxy_exchange::on_abort() noexcept {
     finish(outcome::client_gone);
 }
 
-void proxy_exchange::finish(outcome how) noexcept {
+void proxy_exchange::finish(outcome how, const boost::system::error_code& ec) noexcept {
+    if (how == outcome::reset || how == outcome::malformed || how == outcome::timeout ||
+        how == outcome::no_server)
+        log_failure(how, ec);
     // The upstream connection first: pooled only after a clean answer, else closed, and never
     // half-used. None is left after an upgrade (the tunnel has it), without a server, or after
     // the last refusal.
@@ -516,6 +523,73 @@ void proxy_exchange::drop_connection(upstream_close why) noexcept {
 
 void proxy_exchange::release() noexcept {
     auto keep = std::move(self_); // freed when this returns, unless a callback holds it
+}
+
+void proxy_exchange::log_failure(outcome how, const boost::system::error_code& ec) const noexcept {
+    // Cancelled here (a stop closing what is in flight): not something the upstream did.
+    if (ec == boost::asio::error::operation_aborted) return;
+    try {
+        upstream_failure f;
+        f.server = pool_ ? std::string_view(pool_->name()) : std::string_view{};
+        if (ex_ != nullptr) {
+            f.client = ex_->peer();
+            f.request = &ex_->request();
+        }
+        switch (phase_) {
+        case phase::connecting:
+            f.during = "while connecting to upstream";
+            break;
+        case phase::sending:
+            f.during = "while sending request to upstream";
+            break;
+        case phase::receiving:
+            f.during = "while reading response header from upstream";
+            break;
+        case phase::streaming:
+        case phase::answered:
+            f.during = "while reading upstream";
+            break;
+        }
+        // nginx's words, errno first where there is one: "connect() failed (111: Connection
+        // refused)", "upstream timed out (110: Connection timed out)".
+        const auto with_errno = [&](std::string_view what) {
+            return fmt::format("{} ({}: {})", what, ec.value(), ec.message());
+        };
+        std::string reason;
+        switch (how) {
+        case outcome::unreachable:
+            f.kind = failure_kind::connect;
+            reason = with_errno("connect() failed");
+            break;
+        case outcome::timeout:
+            f.kind = failure_kind::timeout;
+            reason = "timed out (110: Connection timed out)";
+            break;
+        case outcome::malformed:
+            f.kind = failure_kind::malformed;
+            reason = ec ? "sent an invalid response (" + ec.message() + ")"
+                        : std::string("sent an invalid response");
+            break;
+        case outcome::no_server:
+            f.kind = failure_kind::no_server;
+            reason = "has no server to take the request";
+            f.during = {};
+            break;
+        default:
+            f.kind = failure_kind::reset;
+            if (ec == boost::asio::error::eof)
+                reason = "prematurely closed connection";
+            else if (ec)
+                reason = with_errno("connection failed");
+            else
+                reason = "connection failed";
+            break;
+        }
+        f.reason = reason;
+        upstream::log_failure(f);
+    } catch (...) {
+        // Out of memory formatting a log line: the request is answered all the same.
+    }
 }
 
 } // namespace tarry::upstream

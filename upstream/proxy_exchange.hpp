@@ -107,7 +107,9 @@ private:
     /// Ends the exchange: the upstream connection pooled, closed or already handed over, the
     /// outcome counted, the client answered (finish, an error, or an abort once the response
     /// began). The exchange lets go of itself then, or once the request body is read whole.
-    void finish(outcome how) noexcept;
+    void finish(outcome how, const boost::system::error_code& ec = {}) noexcept;
+    /// The error log's line for a failure (rate-limited there): `how` and the error behind it.
+    void log_failure(outcome how, const boost::system::error_code& ec) const noexcept;
     /// Whether the connection can carry another request: both directions ended cleanly, the
     /// whole request went out and the whole response came back, and the upstream keeps it open.
     [[nodiscard]] bool reusable() const noexcept;

@@ -304,20 +304,43 @@ TEST(BinaryTest, SigusrOneWithoutAnAccessLogKeepsServing) {
     EXPECT_EQ(t.stop(), 0);
 }
 
+TEST(BinaryTest, ThePidFileHoldsTheProcessIdWhileItRunsAndGoesAtExit) {
+    scratch_dir dir("pid_file");
+    const auto pid = dir / "tarry.pid";
+    tarry_process t({"--workers", "1", "--pid-file", pid.string()});
+    EXPECT_EQ(slurp(pid), std::to_string(t.pid()) + "\n");
+    EXPECT_FALSE(std::filesystem::exists(dir / "tarry.pid.new"));
+    EXPECT_EQ(t.stop(), 0);
+    EXPECT_FALSE(std::filesystem::exists(pid)) << "removed at exit";
+
+    // Another process's number (a second tarry started on the same file) is left in place.
+    tarry_process first({"--workers", "1", "--pid-file", pid.string()});
+    std::ofstream(pid) << "1\n";
+    EXPECT_EQ(first.stop(), 0);
+    EXPECT_EQ(slurp(pid), "1\n");
+
+    // A directory that is not there: refused by --check-config and at start, naming the key.
+    const auto r = run_tarry("--check-config --pid-file " + (dir / "none/tarry.pid").string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("pid_file: the directory"), std::string::npos) << r.output;
+}
+
 TEST(BinaryTest, LogrotateWithTheShippedFileUnderLoadLosesAndRepeatsNoLine) {
     const auto dir =
         std::filesystem::temp_directory_path() / ("tarry_rotate_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const auto log = dir / "access.log";
-    tarry_process t({"--workers", "2", "--access-log", log.string()});
-    // The shipped file, pointed at this directory and at this process (systemctl kill in the
-    // package).
+    const auto pid = dir / "tarry.pid";
+    tarry_process t({"--workers", "2", "--access-log", log.string(), "--pid-file", pid.string()});
+    // The shipped file, pointed at this directory and at this process's pid file (the unit's
+    // /run/tarry/tarry.pid in the package): the signal goes through the pid file, as where
+    // systemd does not run tarry.
     std::string conf = slurp(TARRY_LOGROTATE);
     conf = std::regex_replace(conf, std::regex("/var/log/tarry/"), dir.string() + "/");
-    conf = std::regex_replace(conf, std::regex("systemctl kill[^\n]*"),
-                              "kill -USR1 " + std::to_string(t.pid()));
-    ASSERT_NE(conf.find("kill -USR1"), std::string::npos) << conf;
+    conf = std::regex_replace(conf, std::regex("/run/tarry/tarry.pid"), pid.string());
+    ASSERT_NE(conf.find(pid.string()), std::string::npos) << conf;
+    ASSERT_EQ(slurp(pid), std::to_string(t.pid()) + "\n");
     std::ofstream(dir / "logrotate.conf") << conf;
 
     // Two keep-alive clients, each request with a target of its own, until told to stop.

@@ -1,4 +1,5 @@
 #include <tarry/server/config.hpp>
+#include <tarry/server/config_diff.hpp>
 #include <tarry/server/man_page.hpp>
 
 #include <gtest/gtest.h>
@@ -1259,6 +1260,34 @@ TEST_F(ConfigFileTest, RouteErrorsNameTheRouteAndTheLine) {
     }
 }
 
+// TOML puts a key written after a table header into that table: a top-level key added at the end
+// of a file is told where it belongs, and misspelt keys get a suggestion inside tables too.
+TEST_F(ConfigFileTest, ATopLevelKeyInsideATableIsToldToMoveAboveTheFirstTable) {
+    const std::string two_routes = "[[route]]\nprefix = \"/a/\"\nrespond = \"hello\"\n\n"
+                                   "[[route]]\nprefix = \"/b/\"\nrespond = \"hello\"\n";
+    const std::string move_it = "it is a top-level key, move it above the first [table] or "
+                                "[[table]] of the file";
+    const std::vector<std::tuple<std::string, int, std::string>> cases{
+        {two_routes + "keep_alive_timeout = \"5s\"\n", 8,
+         "route[2]: unknown key \"keep_alive_timeout\": " + move_it},
+        {app_upstream + "access_log = \"-\"\n", 3,
+         "upstream.app: unknown key \"access_log\": " + move_it},
+        {"[[tls]]\nserver_names = [\"a.example\"]\nworkers = 2\n", 3,
+         "tls[1]: unknown key \"workers\": " + move_it},
+        {two_routes + "prefx = \"/c/\"\n", 8,
+         "route[2]: unknown key \"prefx\" (did you mean \"prefix\"?)"},
+        {app_upstream + "max_idel = 4\n", 3,
+         "upstream.app: unknown key \"max_idel\" (did you mean \"max_idle\"?)"},
+        {two_routes + "keepalive_timeout = \"5s\"\n", 8,
+         "route[2]: unknown key \"keepalive_timeout\" (did you mean the top-level key "
+         "\"keep_alive_timeout\"? it belongs above the first [table]"},
+    };
+    for (const auto& [text, line, expected] : cases) {
+        const std::string message = load_error(text, line);
+        EXPECT_TRUE(contains(message, expected)) << message;
+    }
+}
+
 TEST_F(ConfigFileTest, UpstreamErrorsNameTheUpstreamAndTheLine) {
     const std::vector<std::tuple<std::string, int, std::string>> cases{
         {"[upstream.app]\nbalance = \"least_conn\"\n", 1,
@@ -1505,6 +1534,61 @@ TEST(CommandLine, TlsFlagsSetTheTlsKeys) {
                              parse(args{"--tls-listen", "127.0.0.1:8443"});
                          }),
                          "tls_listen: needs tls_certificate"));
+}
+
+// --- What a reload changed ---------------------------------------------------------------------
+
+TEST(ConfigChanges, NothingDifferentIsNoEntry) {
+    config a;
+    a.routes.push_back({"/api/", route_config::kind::proxy, {}, "app", {}, true});
+    EXPECT_TRUE(config_changes(a, a).empty());
+}
+
+TEST(ConfigChanges, ScalarsSayOldAndNewValue) {
+    const config a;
+    config b;
+    b.keep_alive_timeout = 250ms;
+    b.log_level = "debug";
+    b.max_body_bytes = 2048;
+    b.trust_forwarded = true;
+    b.access_log = "/var/log/tarry/access.log";
+    EXPECT_EQ(config_changes(a, b),
+              (std::vector<std::string>{"keep_alive_timeout 65s -> 250ms",
+                                        "max_body_bytes 1048576 -> 2048",
+                                        "log_level \"info\" -> \"debug\"",
+                                        "access_log unset -> \"/var/log/tarry/access.log\"",
+                                        "trust_forwarded false -> true"}));
+}
+
+TEST(ConfigChanges, ListenersRoutesAndUpstreamsAddedRemovedOrChanged) {
+    config a;
+    a.listen = {parse_listen("127.0.0.1:8080", "listen"),
+                parse_listen("unix:/run/t.sock", "listen")};
+    a.routes.push_back({"/a/", route_config::kind::hello, {}, {}, {}, true});
+    a.routes.push_back({"/b/", route_config::kind::files, "/srv", {}, {}, true});
+    a.upstreams.push_back({"app", {{"127.0.0.1", 3000, {}}}});
+    config b = a;
+    b.listen = {parse_listen("127.0.0.1:8080", "listen"),
+                parse_listen("unix:/run/t.sock mode=0600", "listen"),
+                parse_listen("[::1]:9000", "listen")};
+    b.listen.back().tls = true;
+    b.routes.erase(b.routes.begin());
+    b.routes.front().docroot = "/srv/new";
+    b.routes.push_back({"/c/", route_config::kind::proxy, {}, "app", {}, true});
+    b.upstreams.front().servers.push_back({"127.0.0.1", 3001, {}});
+    b.upstreams.push_back({"other", {{"127.0.0.1", 4000, {}}}});
+    EXPECT_EQ(config_changes(a, b),
+              (std::vector<std::string>{"listen unix:/run/t.sock changed",
+                                        "tls_listen [::1]:9000 added", "route \"/a/\" removed",
+                                        "route \"/b/\" changed", "route \"/c/\" added",
+                                        "upstream app changed", "upstream other added"}));
+}
+
+TEST(ConfigChanges, DurationsAreWrittenAsAFileWouldWriteThem) {
+    EXPECT_EQ(duration_text(65s), "65s");
+    EXPECT_EQ(duration_text(250ms), "250ms");
+    EXPECT_EQ(duration_text(1500us), "1500us");
+    EXPECT_EQ(duration_text(0s), "0s");
 }
 
 } // namespace
