@@ -7,7 +7,9 @@ namespace tarry::h2 {
 
 namespace {
 
-constexpr frame_error connection(error_code code) noexcept { return {code, 0}; }
+constexpr frame_error connection(error_code code) noexcept {
+    return {code, 0};
+}
 
 frame_reader::result error_event(frame_error e, std::size_t consumed) noexcept {
     frame_reader::result r;
@@ -26,11 +28,20 @@ void put_u32(std::string& out, std::uint32_t v) {
 } // namespace
 
 std::string_view to_string(error_code code) noexcept {
-    static constexpr std::array<std::string_view, 14> names{
-        "NO_ERROR",           "PROTOCOL_ERROR",  "INTERNAL_ERROR",      "FLOW_CONTROL_ERROR",
-        "SETTINGS_TIMEOUT",   "STREAM_CLOSED",   "FRAME_SIZE_ERROR",    "REFUSED_STREAM",
-        "CANCEL",             "COMPRESSION_ERROR", "CONNECT_ERROR",     "ENHANCE_YOUR_CALM",
-        "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"};
+    static constexpr std::array<std::string_view, 14> names{"NO_ERROR",
+                                                            "PROTOCOL_ERROR",
+                                                            "INTERNAL_ERROR",
+                                                            "FLOW_CONTROL_ERROR",
+                                                            "SETTINGS_TIMEOUT",
+                                                            "STREAM_CLOSED",
+                                                            "FRAME_SIZE_ERROR",
+                                                            "REFUSED_STREAM",
+                                                            "CANCEL",
+                                                            "COMPRESSION_ERROR",
+                                                            "CONNECT_ERROR",
+                                                            "ENHANCE_YOUR_CALM",
+                                                            "INADEQUATE_SECURITY",
+                                                            "HTTP_1_1_REQUIRED"};
     const auto i = static_cast<std::uint32_t>(code);
     return i < names.size() ? names[i] : "UNKNOWN";
 }
@@ -263,8 +274,8 @@ frame_reader::result frame_reader::finish_frame(const frame_header& h, bytes pay
     }
 }
 
-void write_frame_header(std::string& out, std::uint32_t length, frame_type type,
-                        std::uint8_t flags, std::uint32_t stream) {
+void write_frame_header(std::string& out, std::uint32_t length, frame_type type, std::uint8_t flags,
+                        std::uint32_t stream) {
     const std::array<char, frame_header_size> b{
         static_cast<char>(length >> 16), static_cast<char>(length >> 8),
         static_cast<char>(length),       static_cast<char>(type),
@@ -275,8 +286,8 @@ void write_frame_header(std::string& out, std::uint32_t length, frame_type type,
 }
 
 void write_settings(std::string& out, std::span<const setting> values) {
-    write_frame_header(out, static_cast<std::uint32_t>(values.size() * 6), frame_type::settings,
-                       0, 0);
+    write_frame_header(out, static_cast<std::uint32_t>(values.size() * 6), frame_type::settings, 0,
+                       0);
     for (const setting& s : values) {
         const auto id = static_cast<std::uint16_t>(s.id);
         out.push_back(static_cast<char>(id >> 8));
@@ -298,8 +309,7 @@ void write_ping(std::string& out, bytes opaque8, bool ack) {
 
 void write_goaway(std::string& out, std::uint32_t last_stream, error_code code,
                   std::string_view debug) {
-    write_frame_header(out, static_cast<std::uint32_t>(8 + debug.size()), frame_type::goaway, 0,
-                       0);
+    write_frame_header(out, static_cast<std::uint32_t>(8 + debug.size()), frame_type::goaway, 0, 0);
     put_u32(out, last_stream & max_stream_id);
     put_u32(out, static_cast<std::uint32_t>(code));
     out.append(debug);
@@ -315,8 +325,8 @@ void write_window_update(std::string& out, std::uint32_t stream, std::uint32_t i
     put_u32(out, increment & max_window);
 }
 
-void write_headers(std::string& out, std::uint32_t stream, std::string_view block,
-                   bool end_stream, std::uint32_t max_frame_size) {
+void write_headers(std::string& out, std::uint32_t stream, std::string_view block, bool end_stream,
+                   std::uint32_t max_frame_size) {
     const std::uint8_t end = end_stream ? flag::end_stream : 0;
     auto type = frame_type::headers;
     do {
@@ -332,8 +342,7 @@ void write_headers(std::string& out, std::uint32_t stream, std::string_view bloc
     } while (!block.empty());
 }
 
-void write_data(std::string& out, std::uint32_t stream, std::string_view payload,
-                bool end_stream) {
+void write_data(std::string& out, std::uint32_t stream, std::string_view payload, bool end_stream) {
     write_data_header(out, stream, static_cast<std::uint32_t>(payload.size()), end_stream);
     out.append(payload);
 }

@@ -44,8 +44,8 @@ inline bytes as_bytes(std::string_view s) noexcept {
 }
 
 inline std::uint32_t read_u32(const std::uint8_t* p) noexcept {
-    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-           (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+    return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+           std::uint32_t{p[3]};
 }
 
 struct frame_header {
@@ -139,28 +139,31 @@ struct goaway_payload {
 /// The fields of a GOAWAY payload (at least 8 bytes, as the reader checked).
 goaway_payload parse_goaway(bytes payload) noexcept;
 /// The increment of a WINDOW_UPDATE payload, or the code of a RST_STREAM payload (4 bytes).
-inline std::uint32_t read_u31(bytes payload) noexcept { return read_u32(payload.data()) & max_stream_id; }
+inline std::uint32_t read_u31(bytes payload) noexcept {
+    return read_u32(payload.data()) & max_stream_id;
+}
 
 // Writers: each appends one frame (HEADERS: one block) to `out`, the connection's output.
 
-void write_frame_header(std::string& out, std::uint32_t length, frame_type type,
-                        std::uint8_t flags, std::uint32_t stream);
+void write_frame_header(std::string& out, std::uint32_t length, frame_type type, std::uint8_t flags,
+                        std::uint32_t stream);
 void write_settings(std::string& out, std::span<const setting> values);
 void write_settings_ack(std::string& out);
 void write_ping(std::string& out, bytes opaque8, bool ack);
-inline void write_ping_ack(std::string& out, bytes opaque8) { write_ping(out, opaque8, true); }
+inline void write_ping_ack(std::string& out, bytes opaque8) {
+    write_ping(out, opaque8, true);
+}
 void write_goaway(std::string& out, std::uint32_t last_stream, error_code code,
                   std::string_view debug = {});
 void write_rst_stream(std::string& out, std::uint32_t stream, error_code code);
 void write_window_update(std::string& out, std::uint32_t stream, std::uint32_t increment);
 /// A field block as one HEADERS frame, or HEADERS then CONTINUATION frames of at most
 /// `max_frame_size` bytes each (the peer's SETTINGS_MAX_FRAME_SIZE).
-void write_headers(std::string& out, std::uint32_t stream, std::string_view block,
-                   bool end_stream, std::uint32_t max_frame_size = default_max_frame_size);
+void write_headers(std::string& out, std::uint32_t stream, std::string_view block, bool end_stream,
+                   std::uint32_t max_frame_size = default_max_frame_size);
 /// One DATA frame (at most the peer's max_frame_size bytes), or only its header, for a payload
 /// the caller sends from elsewhere (a file).
-void write_data(std::string& out, std::uint32_t stream, std::string_view payload,
-                bool end_stream);
+void write_data(std::string& out, std::uint32_t stream, std::string_view payload, bool end_stream);
 void write_data_header(std::string& out, std::uint32_t stream, std::uint32_t length,
                        bool end_stream);
 

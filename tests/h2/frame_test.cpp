@@ -98,7 +98,9 @@ frame_error first_error(const std::string& wire) {
     return {};
 }
 
-constexpr frame_error conn(error_code c) { return {c, 0}; }
+constexpr frame_error conn(error_code c) {
+    return {c, 0};
+}
 
 } // namespace
 
@@ -157,11 +159,11 @@ TEST(FrameTest, FixedLengthsAndStreamRules) {
         EXPECT_EQ(first_error(r.wire), r.want) << "type " << int(h.type) << " length " << h.length;
     }
     // And what is allowed.
-    for (const auto& ok : {frame(0, settings, 0, 0), frame(0, settings, h2::flag::ack, 0),
-                           frame(12, settings, 0, 0), frame(8, ping, h2::flag::ack, 0),
-                           frame(8, goaway, 0, 0), frame(20, goaway, 0, 0),
-                           frame(0, headers, 0, 1), frame(0, continuation, 0, 1),
-                           frame(16384, data, 0, 1), frame(100, frame_type{0x42}, 0xff, 0)}) {
+    for (const auto& ok :
+         {frame(0, settings, 0, 0), frame(0, settings, h2::flag::ack, 0), frame(12, settings, 0, 0),
+          frame(8, ping, h2::flag::ack, 0), frame(8, goaway, 0, 0), frame(20, goaway, 0, 0),
+          frame(0, headers, 0, 1), frame(0, continuation, 0, 1), frame(16384, data, 0, 1),
+          frame(100, frame_type{0x42}, 0xff, 0)}) {
         EXPECT_EQ(first_error(ok), frame_error{});
     }
 }
@@ -178,14 +180,18 @@ TEST(FrameTest, PaddingLongerThanThePayloadIsAProtocolError) {
     EXPECT_EQ(first_error(frame(headers, h2::flag::padded | h2::flag::priority, 1,
                                 std::string("\x01\0\0\0\x03\x10", 6))),
               conn(error_code::protocol_error));
-    EXPECT_EQ(first_error(frame(push_promise, h2::flag::padded, 1, std::string("\x01\0\0\0\x02", 5))),
-              conn(error_code::protocol_error));
+    EXPECT_EQ(
+        first_error(frame(push_promise, h2::flag::padded, 1, std::string("\x01\0\0\0\x02", 5))),
+        conn(error_code::protocol_error));
 }
 
 TEST(FrameTest, HeadersPayloadIsTheFragment) {
     const auto records = read_whole(
-        frame(frame_type::headers, h2::flag::padded | h2::flag::priority | h2::flag::end_headers,
-              5, std::string("\x02\x80\0\0\x03\x10" "abc" "pp", 11)));
+        frame(frame_type::headers, h2::flag::padded | h2::flag::priority | h2::flag::end_headers, 5,
+              std::string("\x02\x80\0\0\x03\x10"
+                          "abc"
+                          "pp",
+                          11)));
     ASSERT_EQ(records.size(), 1U);
     EXPECT_EQ(records[0].payload, "abc");
     EXPECT_EQ(records[0].error, frame_error{});
@@ -194,13 +200,16 @@ TEST(FrameTest, HeadersPayloadIsTheFragment) {
 TEST(FrameTest, SelfDependencyIsAStreamError) {
     // HEADERS: still delivered (its block must be decoded), with the stream error.
     const auto records = read_whole(frame(frame_type::headers, h2::flag::priority, 5,
-                                          std::string("\0\0\0\x05\x10" "abc", 8)));
+                                          std::string("\0\0\0\x05\x10"
+                                                      "abc",
+                                                      8)));
     ASSERT_EQ(records.size(), 1U);
     EXPECT_EQ(records[0].payload, "abc");
     EXPECT_EQ(records[0].error, (frame_error{error_code::protocol_error, 5}));
     // PRIORITY: dropped, and the frames after it still read.
-    const auto more = read_whole(frame(frame_type::priority, 0, 7, std::string("\0\0\0\x07\x10", 5)) +
-                                 frame(4, frame_type::priority, 0, 3) + frame(8, frame_type::ping, 0, 0));
+    const auto more =
+        read_whole(frame(frame_type::priority, 0, 7, std::string("\0\0\0\x07\x10", 5)) +
+                   frame(4, frame_type::priority, 0, 3) + frame(8, frame_type::ping, 0, 0));
     ASSERT_EQ(more.size(), 3U);
     EXPECT_EQ(more[0].error, (frame_error{error_code::protocol_error, 7}));
     EXPECT_EQ(more[1].error, (frame_error{error_code::frame_size_error, 3}));
@@ -219,9 +228,10 @@ TEST(FrameTest, ZeroWindowIncrement) {
 
 TEST(FrameTest, UnknownTypesAreReportedAndSkipped) {
     feeder f;
-    const std::string wire = frame(frame_type{0xfa}, 0, 0, std::string(300, 'z')) +
-                             frame(8, frame_type::ping, 0, 0);
-    for (char c : wire) f.feed(std::string_view(&c, 1));
+    const std::string wire =
+        frame(frame_type{0xfa}, 0, 0, std::string(300, 'z')) + frame(8, frame_type::ping, 0, 0);
+    for (char c : wire)
+        f.feed(std::string_view(&c, 1));
     ASSERT_EQ(f.records.size(), 2U);
     EXPECT_EQ(f.records[0].type, 0xfa);
     EXPECT_EQ(f.records[0].payload, "");
@@ -270,7 +280,8 @@ TEST(FrameTest, WritersRoundTrip) {
 
 TEST(FrameTest, HeadersSplitIntoContinuationsAtTheMaxFrameSize) {
     std::string block(40000, 'b');
-    for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>('a' + i % 26);
+    for (std::size_t i = 0; i < block.size(); ++i)
+        block[i] = static_cast<char>('a' + i % 26);
     std::string wire;
     h2::write_headers(wire, 5, block, true, 16384);
     const auto r = read_whole(wire);
@@ -310,9 +321,8 @@ TEST(FrameTest, SettingsValuesOutOfRange) {
 
 TEST(FrameTest, DataArrivesInPiecesAndIsNeverKeptWhole) {
     std::string payload(16384 - 11, 'd');
-    const std::string wire =
-        frame(frame_type::data, h2::flag::padded | h2::flag::end_stream, 1,
-              std::string("\x0a", 1) + payload + std::string(10, '\0'));
+    const std::string wire = frame(frame_type::data, h2::flag::padded | h2::flag::end_stream, 1,
+                                   std::string("\x0a", 1) + payload + std::string(10, '\0'));
     feeder f;
     for (std::size_t at = 0; at < wire.size(); at += 1000)
         f.feed(std::string_view(wire).substr(at, 1000));
@@ -323,12 +333,12 @@ TEST(FrameTest, DataArrivesInPiecesAndIsNeverKeptWhole) {
 
 TEST(FrameTest, EverySplitOfAStreamGivesTheSameFrames) {
     using enum frame_type;
-    std::string wire(h2::client_preface.size(), '\0'); // skipped below: frames only
-    wire.clear();
+    std::string wire;
     const h2::setting values[] = {{h2::settings_id::enable_push, 0}};
     h2::write_settings(wire, values);
     h2::write_headers(wire, 1, std::string(50, 'h'), false, 16);
-    wire += frame(data, h2::flag::padded, 1, std::string("\x03", 1) + "body" + "\0\0\0");
+    wire +=
+        frame(data, h2::flag::padded, 1, std::string("\x03", 1) + "body" + std::string(3, '\0'));
     wire += frame(data, 0, 1, "");
     wire += frame(frame_type{0x10}, 0, 0, "ext");
     wire += frame(data, h2::flag::padded | h2::flag::end_stream, 1, std::string("\x02pp", 3));
@@ -348,7 +358,8 @@ TEST(FrameTest, EverySplitOfAStreamGivesTheSameFrames) {
         ASSERT_EQ(f.records, whole) << "split at " << split;
     }
     feeder one;
-    for (char c : wire) one.feed(std::string_view(&c, 1));
+    for (char c : wire)
+        one.feed(std::string_view(&c, 1));
     EXPECT_EQ(one.records, whole);
     EXPECT_TRUE(one.reader.between_frames());
     EXPECT_TRUE(one.kept.empty());
