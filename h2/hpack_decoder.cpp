@@ -133,7 +133,7 @@ decode_status hpack_decoder::decode(std::span<const std::uint8_t> block, std::st
                 raw_name.room() + raw_value.room() + (copy_name ? name.size() : 0);
             if (scratch.size() < room) scratch.resize(room);
             char* out = scratch.data();
-            if (copy_name) {
+            if (copy_name && !name.empty()) {
                 std::memcpy(out, name.data(), name.size());
                 name = {out, name.size()};
                 out += name.size();

@@ -535,3 +535,14 @@ TEST(HpackTest, StaticTableLookup) {
         EXPECT_TRUE(m.value_matches);
     }
 }
+
+TEST(HpackTest, EmptyNamesAndValuesInTheTable) {
+    // An empty field takes 32 bytes of the table and none of its storage; a literal that names
+    // it by index and is indexed in turn copies its (empty) name.
+    h2::hpack_decoder d;
+    const auto r = decode_hex(d, "400000 7e00 7f0001 62 be");
+    EXPECT_EQ(r.status, decode_status::ok);
+    EXPECT_EQ(r.list, (fields{{"", ""}, {"", ""}, {"", "b"}, {"", "b"}}));
+    EXPECT_EQ(d.table().count(), 3U);
+    EXPECT_EQ(d.table().size(), 97U);
+}
