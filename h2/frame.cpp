@@ -296,6 +296,24 @@ void write_settings(std::string& out, std::span<const setting> values) {
     }
 }
 
+void write_settings(std::string& out, const settings& ours, const settings& known) {
+    std::array<setting, 7> changed{};
+    std::size_t n = 0;
+    auto add = [&](settings_id id, std::uint32_t value, std::uint32_t was) {
+        if (value != was) changed[n++] = {id, value};
+    };
+    add(settings_id::header_table_size, ours.header_table_size, known.header_table_size);
+    add(settings_id::enable_push, ours.enable_push, known.enable_push);
+    add(settings_id::max_concurrent_streams, ours.max_concurrent_streams,
+        known.max_concurrent_streams);
+    add(settings_id::initial_window_size, ours.initial_window_size, known.initial_window_size);
+    add(settings_id::max_frame_size, ours.max_frame_size, known.max_frame_size);
+    add(settings_id::max_header_list_size, ours.max_header_list_size, known.max_header_list_size);
+    add(settings_id::enable_connect_protocol, ours.enable_connect_protocol,
+        known.enable_connect_protocol);
+    write_settings(out, std::span<const setting>(changed.data(), n));
+}
+
 void write_settings_ack(std::string& out) {
     write_frame_header(out, 0, frame_type::settings, flag::ack, 0);
 }

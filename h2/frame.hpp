@@ -148,6 +148,10 @@ inline std::uint32_t read_u31(bytes payload) noexcept {
 void write_frame_header(std::string& out, std::uint32_t length, frame_type type, std::uint8_t flags,
                         std::uint32_t stream);
 void write_settings(std::string& out, std::span<const setting> values);
+/// A SETTINGS frame with the values of `ours` that differ from `known`, what the peer has of
+/// them (the RFC's initial values until an earlier SETTINGS was acknowledged); an empty SETTINGS
+/// frame if none does (the connection preface needs one anyway).
+void write_settings(std::string& out, const settings& ours, const settings& known = {});
 void write_settings_ack(std::string& out);
 void write_ping(std::string& out, bytes opaque8, bool ack);
 inline void write_ping_ack(std::string& out, bytes opaque8) {
