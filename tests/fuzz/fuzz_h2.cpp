@@ -4,16 +4,17 @@
 // hpack_decoder that lives as long as the connection (a SETTINGS frame's HEADER_TABLE_SIZE is
 // taken as acknowledged at once, so table size changes are exercised too); each decoded list
 // is encoded again with the stateless encoder and decoded by a fresh decoder, which must give
-// it back exactly. It checks the reader's promises (a DATA frame's pieces are its payload
-// without padding, first and last once each, nothing kept beyond a frame); the sanitizers
-// check the rest.
+// it back exactly, and each block is written again as HEADERS and CONTINUATION frames and read
+// back. It checks the reader's promises (a DATA frame's pieces are its payload without
+// padding, first and last once each, nothing kept beyond a frame); the sanitizers check the rest.
 //
 //   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DTARRY_FUZZ=ON
 //   cmake --build build-fuzz --target fuzz_h2
 //   build-fuzz/tests/fuzz_h2 -max_total_time=60 tests/fuzz/corpus_h2
 //
-// Input: byte 0 is the size of the reads (0: all at once), byte 1 picks the decoder's limits
-// (fields: 1 + b % 64; list size: 64 * (1 + b)); the rest is the frames.
+// Input: byte 0 is the size of the reads (0: all at once) and picks that of the rewritten
+// frames, byte 1 the decoder's limits (fields: 1 + b % 64; list size: 64 * (1 + b)); the rest is
+// the frames.
 #include <tarry/h2/frame.hpp>
 #include <tarry/h2/hpack_decoder.hpp>
 #include <tarry/h2/hpack_encoder.hpp>
@@ -42,12 +43,32 @@ struct connection {
     h2::decoder_limits limits;
     std::string scratch;
     std::string block; ///< the field block being gathered
+    std::uint32_t split = 1;
     bool closed = false;
     // The DATA frame in progress.
     bool in_data = false;
     std::size_t data_bytes = 0;
 
+    /// Written again as HEADERS and CONTINUATION frames of `split` bytes, the block reads back
+    /// whole.
+    void rewrite_block() const {
+        std::string wire;
+        h2::write_headers(wire, 1, block, true, split);
+        h2::frame_reader again;
+        h2::bytes in = h2::as_bytes(wire);
+        std::string back;
+        for (;;) {
+            const auto r = again.read(in);
+            in = in.subspan(r.consumed);
+            if (r.what == h2::frame_reader::event::need_more) break;
+            check(r.what == h2::frame_reader::event::frame && r.payload.size() <= split);
+            back.append(reinterpret_cast<const char*>(r.payload.data()), r.payload.size());
+        }
+        check(in.empty() && back == block);
+    }
+
     void decode_block() {
+        rewrite_block();
         field_list fields;
         const auto status = decoder.decode(
             h2::as_bytes(block), scratch, limits,
@@ -126,6 +147,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t read_size = data[0] == 0 ? size : data[0];
     connection c;
     c.limits = {64 * (std::size_t{data[1]} + 1), 1 + std::size_t{data[1]} % 64};
+    c.split = 1 + data[0] % 97U;
     const h2::bytes wire(data + 2, size - 2);
 
     std::string kept;

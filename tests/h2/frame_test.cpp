@@ -375,3 +375,18 @@ TEST(FrameTest, EverySplitOfAStreamGivesTheSameFrames) {
         ASSERT_EQ(f.records, whole) << "round " << round;
     }
 }
+
+TEST(FrameTest, ALargerMaxFrameSizeOnceAcknowledged) {
+    const std::string big = frame(20000, frame_type::headers, h2::flag::end_headers, 1);
+    EXPECT_EQ(first_error(big), conn(error_code::frame_size_error));
+    feeder f;
+    f.reader.set_max_frame_size(20000);
+    f.feed(big);
+    ASSERT_EQ(f.records.size(), 1U);
+    EXPECT_EQ(f.records[0].payload.size(), 20000U);
+    // The error comes from the header alone, before the payload arrives.
+    feeder g;
+    g.feed(big.substr(0, 9));
+    ASSERT_EQ(g.records.size(), 1U);
+    EXPECT_EQ(g.records[0].error, conn(error_code::frame_size_error));
+}
