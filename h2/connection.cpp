@@ -776,6 +776,17 @@ bool connection::count_reset(std::string& out) {
 
 // The stream table.
 
+std::size_t connection::allocated() const noexcept {
+    std::size_t n = decoder_.table().allocated();
+    if (gather_) n += sizeof(gathering) + gather_->block.capacity();
+    if (table_) {
+        n += sizeof(table) + table_->capacity() * sizeof(table::value_type);
+        for (const auto& s : *table_)
+            n += sizeof(stream) + s->in.capacity() + s->out.capacity() + s->trailers.capacity();
+    }
+    return n;
+}
+
 stream* connection::find(std::uint32_t id) const noexcept {
     if (!table_) return nullptr;
     for (const auto& s : *table_)

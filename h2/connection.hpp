@@ -172,6 +172,9 @@ public:
     [[nodiscard]] std::uint32_t requests() const noexcept { return requests_; }
     [[nodiscard]] std::uint32_t resets() const noexcept { return resets_; }
     [[nodiscard]] std::size_t open_streams() const noexcept { return table_ ? table_->size() : 0; }
+    /// The heap bytes the connection holds now, besides sizeof(connection): the HPACK table
+    /// (what the peer indexed), and while streams are open their table and their buffers.
+    [[nodiscard]] std::size_t allocated() const noexcept;
     /// The peer's SETTINGS as it sent them.
     [[nodiscard]] const settings& peer_settings() const noexcept { return peer_; }
 

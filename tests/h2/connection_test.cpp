@@ -852,11 +852,47 @@ TEST_F(connection_test, IdleConnectionHoldsNoStreamTable) {
     EXPECT_LE(sizeof(h2::connection), 256U);
     EXPECT_TRUE(conn->idle());
     EXPECT_EQ(conn->open_streams(), 0U);
+    EXPECT_EQ(conn->allocated(), 0U);
     send(headers_frame(1, browser_get(), true));
     EXPECT_EQ(conn->open_streams(), 1U);
+    EXPECT_GT(conn->allocated(), sizeof(h2::stream));
     conn->respond(1, 200, {}, true, out);
     EXPECT_EQ(conn->open_streams(), 0U);
     EXPECT_TRUE(conn->idle());
+    EXPECT_EQ(conn->allocated(), 0U); // nothing indexed, no stream: nothing at all
+}
+
+TEST_F(connection_test, IdleHeapIsWhatTheBrowserIndexed) {
+    open();
+    // A browser's first request: its fields literal with incremental indexing (6.2.1)...
+    const field_list fields{
+        {":authority", "www.example.com"},
+        {"user-agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                       "Chrome/120.0.0.0 Safari/537.36"},
+        {"accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,"
+                   "image/webp,*/*;q=0.8"},
+        {"accept-language", "en-US,en;q=0.9"},
+        {"sec-ch-ua", "\"Chromium\";v=\"120\", \"Not?A_Brand\";v=\"24\""},
+    };
+    std::string block = "\x82\x87\x84"; // GET, https, /
+    for (const auto& [n, v] : fields) {
+        block += '\x40';
+        h2::encode_string(block, n);
+        h2::encode_string(block, v);
+    }
+    send(raw_frame(frame_type::headers, flag::end_headers | flag::end_stream, 1, block));
+    conn->respond(1, 200, {}, true, out);
+    // ...and its next one all indexed: static 2, 7, 4 and the five dynamic entries.
+    send(raw_frame(frame_type::headers, flag::end_headers | flag::end_stream, 3,
+                   "\x82\x87\x84\xc2\xc1\xc0\xbf\xbe"));
+    ASSERT_EQ(owner.requests.size(), 2U);
+    EXPECT_EQ(owner.requests[3].authority, "www.example.com");
+    EXPECT_EQ(owner.requests[3].fields.size(), 4U);
+    conn->respond(3, 200, {}, true, out);
+    EXPECT_TRUE(conn->idle());
+    std::printf("idle: sizeof(h2::connection) = %zu, heap = %zu (the HPACK table)\n",
+                sizeof(h2::connection), conn->allocated());
+    EXPECT_LT(conn->allocated(), 1024U);
 }
 
 } // namespace
