@@ -1,6 +1,8 @@
 // A small h2c server (prior knowledge, plain TCP, one thread) over h2::connection, for h2spec:
-// every request is answered 200 "hello", its body read and thrown away. It prints the port it
-// listens on (127.0.0.1, an ephemeral port unless one is given) and serves until killed.
+// every request is answered 200 "hello", its body read and thrown away; a path /bytes/N is
+// answered N bytes, written as room() allows and continued at on_writable(), so real clients
+// exercise flow control both ways. It prints the port it listens on (127.0.0.1, an ephemeral
+// port unless one is given) and serves until killed.
 //
 //   h2_conformance_server [PORT]
 //   ../shared/tools/h2spec/h2spec -h 127.0.0.1 -p PORT
@@ -9,8 +11,10 @@
 #include <boost/asio.hpp>
 
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -34,17 +38,42 @@ public:
         read();
     }
 
-    void on_request(std::uint32_t stream, const h2::request& /*head*/) override {
+    void on_request(std::uint32_t stream, const h2::request& head) override {
         const std::array<h2::field, 1> fields{{{"content-type", "text/plain"}}};
         h2_.respond(stream, 200, fields, false, out_);
-        h2_.data(stream, "hello", true, out_);
+        constexpr std::string_view prefix = "/bytes/";
+        std::size_t n = 0;
+        if (head.path.starts_with(prefix)) {
+            const std::string_view digits = head.path.substr(prefix.size());
+            std::from_chars(digits.data(), digits.data() + digits.size(), n);
+        }
+        if (n == 0) {
+            h2_.data(stream, "hello", true, out_);
+            return;
+        }
+        left_[stream] = n;
+        on_writable(stream);
     }
     std::size_t on_body(std::uint32_t /*stream*/, std::string_view bytes) override {
         return bytes.size();
     }
     void on_body_end(std::uint32_t /*stream*/, std::span<const h2::field> /*trailers*/) override {}
-    void on_reset(std::uint32_t /*stream*/, h2::error_code /*code*/, bool /*by_peer*/) override {}
-    void on_writable(std::uint32_t /*stream*/) override {}
+    void on_reset(std::uint32_t stream, h2::error_code /*code*/, bool /*by_peer*/) override {
+        left_.erase(stream);
+    }
+    void on_writable(std::uint32_t stream) override {
+        const auto it = left_.find(stream);
+        if (it == left_.end()) return;
+        static const std::string chunk(16384, 'x');
+        while (it->second > 0) {
+            const std::size_t n = std::min(it->second, chunk.size());
+            const std::size_t took =
+                h2_.data(stream, std::string_view(chunk).substr(0, n), n == it->second, out_);
+            it->second -= took;
+            if (took < n) return; // on_writable() again when there is room
+        }
+        left_.erase(it);
+    }
 
 private:
     void read() {
@@ -94,6 +123,7 @@ private:
     std::string in_;
     std::string out_;
     std::string sending_;
+    std::map<std::uint32_t, std::size_t> left_; ///< /bytes/N still to write, per stream
     bool writing_ = false;
 };
 
