@@ -17,6 +17,23 @@ constexpr std::array<std::uint8_t, 8> shutdown_opaque{'t', 'a', 'r', 'r', 'y', '
 /// (RFC 9113, 5.4.2) rather than answered.
 constexpr std::uint32_t reset_here = 0x80000000U;
 
+/// Appends a response's fields: names in lower case as HTTP/2 requires (an HTTP/1.1 upstream's
+/// are not), connection-specific fields left out (8.2.2).
+void encode_fields(std::string& block, std::span<const field> fields) {
+    std::string lower;
+    for (const field& f : fields) {
+        std::string_view name = f.name;
+        if (std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+            lower.assign(name);
+            for (char& c : lower)
+                if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+            name = lower;
+        }
+        if (connection_specific(name)) continue;
+        encode_field(block, name, f.value);
+    }
+}
+
 std::uint32_t connection_target(const connection_config& c) noexcept {
     return std::max<std::uint32_t>(c.connection_window, window::initial);
 }
@@ -544,11 +561,14 @@ bool connection::respond(std::uint32_t id, unsigned status, std::span<const fiel
                          bool end_stream, std::string& out) {
     stream* s = find(id);
     if (s == nullptr || s->responded || phase_ == phase::closed) return false;
+    // An interim response (100 Continue, 103 Early Hints) never ends the stream (8.1).
+    const bool interim = status < 200;
+    if (interim && end_stream) return false;
     ws_.block.clear();
     encode_status(ws_.block, status);
-    for (const field& f : fields)
-        encode_field(ws_.block, f.name, f.value);
+    encode_fields(ws_.block, fields);
     write_headers(out, id, ws_.block, end_stream, peer_.max_frame_size);
+    if (interim) return true;
     s->responded = true;
     if (end_stream) {
         s->end_queued = true;
@@ -604,8 +624,7 @@ bool connection::trailers(std::uint32_t id, std::span<const field> fields, std::
     stream* s = find(id);
     if (s == nullptr || !s->responded || s->end_queued || phase_ == phase::closed) return false;
     std::string block;
-    for (const field& f : fields)
-        encode_field(block, f.name, f.value);
+    encode_fields(block, fields);
     s->end_queued = true;
     if (s->queued() != 0) {
         s->trailers = std::move(block);

@@ -132,7 +132,9 @@ public:
 
     // Output for one stream; false (nothing written) if the stream is gone or already ended.
 
-    /// The response's HEADERS: `status` and `fields` (names in lower case).
+    /// The response's HEADERS: `status` and `fields` (names lowered, connection-specific
+    /// fields left out, as an HTTP/1.1 upstream's need). A 1xx status is an interim response
+    /// (100 Continue): the final one follows.
     bool respond(std::uint32_t stream, unsigned status, std::span<const field> fields,
                  bool end_stream, std::string& out);
     /// Body bytes: sent as far as the windows allow, the rest queued up to max_queued. Returns

@@ -14,15 +14,6 @@ enum pseudo_bit : std::uint8_t {
     protocol_bit = 16,
 };
 
-/// The connection-specific fields of 8.2.2 (TE apart: "trailers" is allowed).
-bool connection_specific(std::string_view name) noexcept {
-    static constexpr std::array<std::string_view, 5> names{
-        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"};
-    for (std::string_view n : names)
-        if (name == n) return true;
-    return false;
-}
-
 /// A Content-Length value: digits only (RFC 9110, 8.6), at most 18 of them; -1 otherwise.
 std::int64_t parse_length(std::string_view v) noexcept {
     if (v.empty() || v.size() > 18) return -1;
@@ -35,6 +26,15 @@ std::int64_t parse_length(std::string_view v) noexcept {
 }
 
 } // namespace
+
+bool connection_specific(std::string_view name) noexcept {
+    // TE is not among them: "trailers" is allowed (8.2.2).
+    static constexpr std::array<std::string_view, 5> names{
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"};
+    for (std::string_view n : names)
+        if (name == n) return true;
+    return false;
+}
 
 bool valid_field_name(std::string_view name) noexcept {
     if (name.empty()) return false;

@@ -50,6 +50,10 @@ private:
     bool malformed_ = false;
 };
 
+/// A connection-specific field (8.2.2): Connection, Keep-Alive, Proxy-Connection,
+/// Transfer-Encoding, Upgrade, in lower case.
+bool connection_specific(std::string_view name) noexcept;
+
 /// RFC 9113 8.2.1's rule for a name: not empty, no upper case, no control bytes, space,
 /// DEL or bytes past 0x7f, no colon past the first byte.
 bool valid_field_name(std::string_view name) noexcept;

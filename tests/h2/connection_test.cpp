@@ -12,6 +12,11 @@ namespace {
 
 namespace flag = h2::flag;
 
+field_list with_expect(field_list f) {
+    f.emplace_back("expect", "100-continue");
+    return f;
+}
+
 // The prefaces.
 
 TEST_F(connection_test, ServerPrefaceSaysOurSettingsAndRaisesTheConnectionWindow) {
@@ -94,6 +99,36 @@ TEST_F(connection_test, BrowserGetIsAnsweredAndTheTableFreed) {
     EXPECT_TRUE(conn->idle());
     EXPECT_EQ(conn->requests(), 1U);
     EXPECT_FALSE(conn->respond(1, 200, {}, true, out)); // gone
+}
+
+TEST_F(connection_test, InterimResponseBeforeTheFinalOne) {
+    open();
+    send(headers_frame(1, with_expect(post(3)), false));
+    EXPECT_FALSE(conn->respond(1, 100, {}, true, out)); // an interim response cannot end it
+    EXPECT_TRUE(conn->respond(1, 100, {}, false, out));
+    send(data_frame(1, "abc", true));
+    EXPECT_TRUE(conn->respond(1, 201, {}, true, out));
+    const auto f = frames();
+    ASSERT_EQ(f.size(), 2U);
+    EXPECT_EQ(f[0].fields, (field_list{{":status", "100"}}));
+    EXPECT_FALSE(f[0].has(flag::end_stream));
+    EXPECT_EQ(f[1].fields, (field_list{{":status", "201"}}));
+    EXPECT_TRUE(conn->idle());
+}
+
+TEST_F(connection_test, ResponseFieldsAreLoweredAndConnectionSpecificOnesLeftOut) {
+    open();
+    send(headers_frame(1, browser_get(), true));
+    const std::array<h2::field, 4> fields{{{"Content-Type", "text/plain"},
+                                           {"Connection", "keep-alive"},
+                                           {"transfer-encoding", "chunked"},
+                                           {"X-Upstream", "a"}}};
+    conn->respond(1, 200, fields, true, out);
+    const auto f = frames();
+    ASSERT_EQ(f.size(), 1U);
+    EXPECT_EQ(
+        f[0].fields,
+        (field_list{{":status", "200"}, {"content-type", "text/plain"}, {"x-upstream", "a"}}));
 }
 
 TEST_F(connection_test, HostStandsForAMissingAuthority) {
