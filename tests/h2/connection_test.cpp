@@ -319,6 +319,27 @@ TEST_F(connection_test, TrailersWithoutEndStreamResetTheStream) {
     EXPECT_EQ(r[0].code(), static_cast<std::uint32_t>(error_code::protocol_error));
 }
 
+TEST_F(connection_test, OwnerResetIgnoresFramesInFlight) {
+    config.max_resets = 1;
+    open();
+    send(headers_frame(1, post(100), false));
+    conn->reset(1, error_code::cancel, out);
+    EXPECT_TRUE(conn->idle());
+    EXPECT_TRUE(owner.resets.empty());                // the owner knows
+    send(data_frame(1, std::string(100, 'x'), true)); // sent before the peer saw the reset
+    auto f = frames();
+    ASSERT_EQ(f.size(), 1U);
+    EXPECT_EQ(f[0].type, frame_type::rst_stream);
+    EXPECT_EQ(f[0].code(), static_cast<std::uint32_t>(error_code::cancel));
+    EXPECT_EQ(conn->resets(), 1U);
+    // NO_ERROR after a whole response is no abuse and not counted.
+    send(headers_frame(3, post(100), false));
+    conn->respond(3, 413, {}, true, out);
+    conn->reset(3, error_code::no_error, out);
+    EXPECT_EQ(conn->resets(), 1U);
+    expect_alive();
+}
+
 TEST_F(connection_test, PeerResetTellsTheOwner) {
     open();
     send(headers_frame(1, browser_get(), true));
@@ -454,6 +475,18 @@ TEST_F(connection_test, ContinuationsAtTheirCapAndOnePast) {
         }
         owner.requests.clear();
     }
+}
+
+TEST_F(connection_test, GatheredBlockAtItsCapIsDecoded) {
+    config.max_block_size = 1000;
+    open();
+    // 1,000 one-byte fields: gathered whole and decoded, past the decoder's field count: 431.
+    send(raw_frame(frame_type::headers, flag::end_stream, 1, std::string(600, '\x82')));
+    send(raw_frame(frame_type::continuation, flag::end_headers, 1, std::string(400, '\x82')));
+    const auto f = frames();
+    ASSERT_EQ(f.size(), 1U);
+    EXPECT_EQ(f[0].fields, (field_list{{":status", "431"}}));
+    expect_alive();
 }
 
 TEST_F(connection_test, GatheredBlockPastItsCapEndsTheConnection) {
