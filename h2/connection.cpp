@@ -76,7 +76,7 @@ std::size_t connection::consume(const char* data, std::size_t size, std::string&
     std::size_t at = 0;
     if (phase_ == phase::preface) {
         const std::size_t n = std::min(size, client_preface.size() - preface_seen_);
-        if (std::memcmp(data, client_preface.data() + preface_seen_, n) != 0) {
+        if (n != 0 && std::memcmp(data, client_preface.data() + preface_seen_, n) != 0) {
             connection_error(error_code::protocol_error, out);
             return size;
         }
@@ -271,7 +271,8 @@ void connection::on_block(std::uint32_t id, std::uint8_t flags, bytes block,
     }
 
     last_stream_ = id;
-    if (++new_streams_ > config_.max_new_streams_per_read) {
+    if (new_streams_ < UINT16_MAX) ++new_streams_;
+    if (new_streams_ > config_.max_new_streams_per_read) {
         connection_error(error_code::enhance_your_calm, out); // Rapid Reset
         return;
     }

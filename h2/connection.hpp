@@ -249,8 +249,8 @@ private:
     std::uint32_t requests_ = 0;
     std::uint32_t resets_ = 0;
     std::uint32_t floods_[flood_kinds] = {};
+    std::uint16_t new_streams_ = 0;  ///< streams opened by this consume() (saturating)
     std::uint16_t preface_seen_ = 0; ///< client preface bytes matched so far
-    std::uint16_t new_streams_ = 0;  ///< streams opened by this consume()
     std::uint16_t rr_ = 0;           ///< where the next round robin starts
     phase phase_ = phase::preface;
     bool settings_pending_ = false;
