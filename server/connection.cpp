@@ -431,7 +431,7 @@ bool connection::shake() {
         // Bytes that came behind the client's Finished are in the socket: read them now.
         readable_ = true;
         enter(conn_phase::silent, false); // header_timeout counts from here
-        if (s.h2()) start_h2(); // ALPN chose HTTP/2: its preface is the first read
+        if (s.h2()) start_h2();           // ALPN chose HTTP/2: its preface is the first read
         return true;
     }
     case tls::step::want_read:

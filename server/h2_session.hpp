@@ -88,7 +88,7 @@ private:
     h2::connection conn_;
     std::vector<std::unique_ptr<h2_stream>> streams_; ///< requests whose answer is not done
     std::vector<std::unique_ptr<h2_stream>> retired_; ///< done, freed at the next settle()
-    std::vector<std::uint32_t> resumed_; ///< bodies resumed within their own on_body()
+    std::vector<std::uint32_t> resumed_;              ///< bodies resumed within their own on_body()
     std::uint32_t started_ = 0;
     bool consuming_ = false;
 };

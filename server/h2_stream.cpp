@@ -124,8 +124,7 @@ bool h2_stream::secure() const noexcept {
 
 void h2_stream::respond(http::response_head h) {
     if (gone_ || status_ != 0) return;
-    head_only_ =
-        head_.method == bh::verb::head || h.status == 304 || h.status == 204;
+    head_only_ = head_.method == bh::verb::head || h.status == 304 || h.status == 204;
     thread_local std::vector<h2::field> fields;
     thread_local std::string text;
     http::session_transport& t = session_->transport_;
@@ -173,8 +172,7 @@ void h2_stream::finish() {
     session_->wake();
 }
 
-void h2_stream::answer_text(unsigned status, std::string_view body,
-                            std::string_view extra_fields) {
+void h2_stream::answer_text(unsigned status, std::string_view body, std::string_view extra_fields) {
     if (gone_ || finished_) return;
     http::response_head h = http::text_head(status, body.size());
     h.extra_fields = extra_fields;

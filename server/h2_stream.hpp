@@ -86,10 +86,10 @@ private:
     http::deferred* answer_ = nullptr;
     std::shared_ptr<http::handler> held_; ///< the route's handler, while its answer is deferred
     http::route_stats* stats_ = nullptr;
-    std::string pending_;                  ///< body bytes the connection could not take yet
-    std::optional<http::file_body> file_;  ///< the rest of a file body
-    std::uint64_t sent_ = 0;               ///< body bytes handed to the connection
-    std::uint64_t received_ = 0;           ///< request body bytes, against max_body_bytes
+    std::string pending_;                 ///< body bytes the connection could not take yet
+    std::optional<http::file_body> file_; ///< the rest of a file body
+    std::uint64_t sent_ = 0;              ///< body bytes handed to the connection
+    std::uint64_t received_ = 0;          ///< request body bytes, against max_body_bytes
     std::chrono::steady_clock::time_point started_{};
     http::upstream_timing upstream_;
     unsigned status_ = 0;

@@ -1,10 +1,10 @@
 // HTTP/2 in the server, in-process with `http2` on, against real clients: h2c (prior knowledge)
-// on a plain listener, and h2 by ALPN over TLS. curl --http2-prior-knowledge for the built-in answer and static files
-// (a range, a conditional, a body larger than every window), and Python's h2 (python3-h2,
-// tests/server/h2_client.py) for many streams at once, a request body larger than the stream's
-// window taken with pauses, and a stream the client resets mid-answer. HTTP/1.1 stays on the
-// same port. Over TLS (certificates made at test time by tls/make_certs.sh): curl --http2 and
-// Python's h2 with ALPN h2, and http/1.1 still chosen by a client that offers only it.
+// on a plain listener, and h2 by ALPN over TLS. curl --http2-prior-knowledge for the built-in
+// answer and static files (a range, a conditional, a body larger than every window), and Python's
+// h2 (python3-h2, tests/server/h2_client.py) for many streams at once, a request body larger than
+// the stream's window taken with pauses, and a stream the client resets mid-answer. HTTP/1.1 stays
+// on the same port. Over TLS (certificates made at test time by tls/make_certs.sh): curl --http2
+// and Python's h2 with ALPN h2, and http/1.1 still chosen by a client that offers only it.
 #include "server_fixture.hpp"
 
 #include <cstdio>
@@ -38,8 +38,8 @@ shell_result shell(const std::string& command) {
 
 class H2cTest : public ServerTest {
 protected:
-    std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                ("tarry_h2c_" + std::to_string(::getpid()));
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("tarry_h2c_" + std::to_string(::getpid()));
 
     H2cTest() {
         cfg.http2 = true;
@@ -181,8 +181,8 @@ TEST_F(H2cTest, IdlePastKeepAliveTimeoutGetsGoawayThenTheClose) {
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "goaway 0 1\neof\n"); // NO_ERROR, the last stream the client opened
     EXPECT_GE(steady::now() - started, 300ms);
-    EXPECT_TRUE(eventually(
-        [&] { return closes(*srv, server::close_reason::keep_alive_timeout) == 1; }));
+    EXPECT_TRUE(
+        eventually([&] { return closes(*srv, server::close_reason::keep_alive_timeout) == 1; }));
 }
 
 TEST_F(H2cTest, APrefaceThatStopsIsClosedAtHeaderTimeout) {
@@ -212,8 +212,8 @@ TEST_F(H2cTest, GracefulStopLetsAStreamInFlightFinish) {
         srv->stop();
     });
     // curl, which takes the GOAWAY(2^31-1) and PING of a graceful stop as RFC 9113 6.8 means.
-    const shell_result r = curl("-s -o /dev/null -w '%{http_code} %{size_download}' " +
-                                url("/stream"));
+    const shell_result r =
+        curl("-s -o /dev/null -w '%{http_code} %{size_download}' " + url("/stream"));
     stopper.join();
     runner.join();
     srv.reset();

@@ -51,8 +51,9 @@ protected:
 
 TEST_F(ProxyH2Test, CurlGetsAnAnswerOfUnknownLength) {
     start_proxy();
-    const shell_result r = shell("curl -sS --max-time 20 --http2-prior-knowledge -i http://127.0.0.1:" +
-                                 std::to_string(port) + "/api/hello");
+    const shell_result r =
+        shell("curl -sS --max-time 20 --http2-prior-knowledge -i http://127.0.0.1:" +
+              std::to_string(port) + "/api/hello");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("HTTP/2 200"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("transfer-encoding"), std::string::npos) << r.output;
