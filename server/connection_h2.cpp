@@ -122,6 +122,7 @@ void connection::wait_h2(bool writable) {
     } else {
         enter(conn_phase::keep_alive, answered);
         release_buffers(false); // idle: the socket and the protocol's state only
+        session_h2().release();
         if (tls_) tls_stream().release();
     }
     want_write_ = writable;

@@ -45,6 +45,14 @@ public:
     /// Work a handler's calls left for the connection's next turn (a resumed body, finished
     /// streams' records): call after consume() and when woken.
     void settle();
+    /// The connection is idle: the tables' storage goes back (an idle connection keeps only
+    /// the h2::connection and what the peer indexed).
+    void release() noexcept {
+        if (!streams_.empty() || !resumed_.empty()) return;
+        std::vector<std::unique_ptr<h2_stream>>().swap(streams_);
+        std::vector<std::unique_ptr<h2_stream>>().swap(retired_);
+        std::vector<std::uint32_t>().swap(resumed_);
+    }
     /// The output queue was written out: streams waiting for room go on.
     void output_drained();
     /// Graceful stop (RFC 9113 6.8): GOAWAY(2^31-1) and a PING, the final GOAWAY with the last
