@@ -22,24 +22,16 @@ constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // --- exchange: what a handler calls -------------------------------------------------------------
 
-session& exchange::owner() const noexcept {
-    return static_cast<session&>(const_cast<exchange&>(*this));
+std::string_view session::request_state::peer() const noexcept {
+    return owner->transport_ != nullptr ? owner->transport_->peer() : std::string_view{};
 }
 
-const request_head& exchange::request() const noexcept {
-    return owner().state_->head;
+bool session::request_state::secure() const noexcept {
+    return owner->transport_ != nullptr && owner->transport_->secure();
 }
 
-std::string_view exchange::peer() const noexcept {
-    return owner().transport_ != nullptr ? owner().transport_->peer() : std::string_view{};
-}
-
-bool exchange::secure() const noexcept {
-    return owner().transport_ != nullptr && owner().transport_->secure();
-}
-
-void exchange::respond(response_head head) {
-    owner().start_response(head);
+void session::request_state::respond(response_head rh) {
+    owner->start_response(rh);
 }
 
 void session::start_response(response_head& head) {
@@ -70,8 +62,8 @@ void session::start_response(response_head& head) {
     s.wake_transport();
 }
 
-void exchange::write(std::string_view bytes) {
-    session& s = owner();
+void session::request_state::write(std::string_view bytes) {
+    session& s = *owner;
     if (s.r_.head_only || bytes.empty()) return;
     std::string& out = s.output();
     // A body streamed in pieces grows the queue to the bound once (and the connection frees it
@@ -89,8 +81,8 @@ void exchange::write(std::string_view bytes) {
     s.wake_transport();
 }
 
-void exchange::send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length) {
-    session& s = owner();
+void session::request_state::send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length) {
+    session& s = *owner;
     if (!s.r_.head_only && length != 0) {
         s.file_ = session::files::take();
         static_cast<file_body&>(*s.file_) = file_body{std::move(fd), offset, length};
@@ -99,8 +91,8 @@ void exchange::send_file(unique_fd fd, std::uint64_t offset, std::uint64_t lengt
     finish();
 }
 
-void exchange::finish() {
-    session& s = owner();
+void session::request_state::finish() {
+    session& s = *owner;
     if (s.tunneling()) {
         // The tunnel is over: both sides are done (or one failed). The connection closes.
         s.r_.body_done = true;
@@ -118,12 +110,13 @@ void exchange::finish() {
     s.end_response();
 }
 
-void exchange::respond_text(unsigned status, std::string_view body, std::string_view extra_fields) {
+void session::request_state::answer_text(unsigned code, std::string_view body,
+                                         std::string_view extra_fields) {
     // The common answer of synchronous handlers: one pass, no chunking to consider.
-    session& s = owner();
-    response_head head = text_head(status, body.size());
-    head.extra_fields = extra_fields;
-    s.start_response(head);
+    session& s = *owner;
+    response_head rh = text_head(code, body.size());
+    rh.extra_fields = extra_fields;
+    s.start_response(rh);
     if (!s.r_.head_only) {
         s.output().append(body);
         s.state_->sent += body.size();
@@ -134,23 +127,23 @@ void exchange::respond_text(unsigned status, std::string_view body, std::string_
     if (s.run_ == nullptr) s.end_response(); // within consume(), dispatch() settles the request
 }
 
-std::size_t exchange::room() const noexcept {
+std::size_t session::request_state::room() const noexcept {
     const std::size_t queued =
-        owner().run_ != nullptr ? owner().run_->out.size() : owner().transport_->output().size();
-    const std::size_t limit = owner().settings_->max_queued_bytes;
+        owner->run_ != nullptr ? owner->run_->out.size() : owner->transport_->output().size();
+    const std::size_t limit = owner->settings_->max_queued_bytes;
     return queued < limit ? limit - queued : 0;
 }
 
-void exchange::defer(deferred& d) {
-    owner().set_deferred(&d);
+void session::request_state::defer(deferred& d) {
+    owner->set_deferred(&d);
 }
 
-void exchange::read_body() {
-    session& s = owner();
+void session::request_state::read_body() {
+    session& s = *owner;
     s.r_.body_to_handler = true;
-    request_parser& parser = *s.state_->parser;
+    const request_parser& p = *s.state_->parser;
     // Not when body bytes came with the header: the client is sending it already.
-    if (s.state_->head.expect_continue && !s.r_.sent_continue && !parser.is_done() &&
+    if (s.state_->head.expect_continue && !s.r_.sent_continue && !p.is_done() &&
         !s.r_.body_in_hand) {
         s.output().append(continue_line);
         s.r_.sent_continue = true;
@@ -158,16 +151,16 @@ void exchange::read_body() {
     }
 }
 
-void exchange::abort() {
-    session& s = owner();
+void session::request_state::abort() {
+    session& s = *owner;
     s.closing_ = true;
     s.set_deferred(nullptr);
     s.finish_request();
     s.wake_transport();
 }
 
-std::string_view exchange::upgrade_asked() const noexcept {
-    const session& s = owner();
+std::string_view session::request_state::upgrade_asked() const noexcept {
+    const session& s = *owner;
     const request_head& req = s.state_->head;
     // A request with a body cannot switch: where its body ends and the new protocol starts
     // would be the proxy's guess.
@@ -177,15 +170,15 @@ std::string_view exchange::upgrade_asked() const noexcept {
     return value;
 }
 
-void exchange::upgrade(response_head head) {
-    session& s = owner();
-    std::string fields(head.extra_fields);
+void session::request_state::upgrade(response_head rh) {
+    session& s = *owner;
+    std::string fields(rh.extra_fields);
     fields.append("Connection: upgrade\r\n");
-    head.status = 101;
-    head.extra_fields = fields;
-    head.close = head.keep_alive_field = head.chunked = false;
-    head.keep_alive_timeout_s = 0;
-    head.length_unknown = true; // no framing: the bytes that follow are the new protocol's
+    rh.status = 101;
+    rh.extra_fields = fields;
+    rh.close = rh.keep_alive_field = rh.chunked = false;
+    rh.keep_alive_timeout_s = 0;
+    rh.length_unknown = true; // no framing: the bytes that follow are the new protocol's
     s.state_->mode = session::tunnel::open;
     s.r_.responding = true;
     s.r_.head_only = s.r_.chunked = false;
@@ -193,29 +186,29 @@ void exchange::upgrade(response_head head) {
     // half-closes (input_ended), not with the request's (empty) body.
     s.r_.body_done = s.r_.body_paused = false;
     if (s.run_ != nullptr) {
-        s.emit(s.run_->out, head, s.run_->date);
+        s.emit(s.run_->out, rh, s.run_->date);
         return;
     }
-    s.emit(s.output(), head, s.transport_->date());
+    s.emit(s.output(), rh, s.transport_->date());
     s.wake_transport();
 }
 
-void exchange::shutdown_output() {
-    session& s = owner();
+void session::request_state::shutdown_output() {
+    session& s = *owner;
     if (s.state_->mode != session::tunnel::open) return;
     s.state_->mode = session::tunnel::shut_asked;
     s.wake_transport();
 }
 
-upstream_timing* exchange::upstream_record() noexcept {
-    session& s = owner();
+upstream_timing* session::request_state::upstream_record() noexcept {
+    session& s = *owner;
     if (!s.settings_->record_responses || !s.state_) return nullptr;
     s.state_->proxied = true;
     return &s.state_->upstream;
 }
 
-void exchange::resume_body() {
-    session& s = owner();
+void session::request_state::resume_body() {
+    session& s = *owner;
     if (s.state_ && s.state_->delivering) {
         // From within on_body(), which then returns what it took: the session offers the rest
         // again rather than pausing (a pause now would never be resumed).

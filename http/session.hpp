@@ -1,5 +1,6 @@
 #pragma once
 
+#include "exchange.hpp"
 #include "handler.hpp"
 #include "recycler.hpp"
 #include "request_parser.hpp"
@@ -65,86 +66,6 @@ protected:
     ~session_transport() = default;
 };
 
-/// A file body still to be sent after the queued output (the connection streams it).
-struct file_body {
-    unique_fd fd;
-    std::uint64_t offset = 0;
-    std::uint64_t remaining = 0;
-};
-
-class session;
-
-/// One request as its handler sees it: the request, and the ways to answer it. Valid from
-/// handler::on_request() until the response is finished (or the deferred answer is aborted).
-///
-/// A response is respond() with its head, then any number of write()s, then finish(); or
-/// respond_text() for a small complete answer. A body whose length the head does not give is
-/// sent chunked (or, to an HTTP/1.0 client, delimited by the close).
-class exchange {
-public:
-    exchange(const exchange&) = delete;
-    exchange& operator=(const exchange&) = delete;
-
-    [[nodiscard]] const request_head& request() const noexcept;
-    /// The client's address (see session_transport::peer), valid until the next call.
-    [[nodiscard]] std::string_view peer() const noexcept;
-    /// The request came over TLS (see session_transport::secure).
-    [[nodiscard]] bool secure() const noexcept;
-
-    /// Writes the status line and fields. The session adds Date, Server (unless the head says
-    /// otherwise), the framing (Content-Length or Transfer-Encoding) and Connection/Keep-Alive.
-    void respond(response_head head);
-    /// Appends body bytes (ignored for HEAD). Mind room(): past it, wait for on_writable().
-    void write(std::string_view bytes);
-    /// Sends `length` bytes of `fd` from `offset` as the rest of the body (sendfile).
-    void send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length);
-    /// The response is complete.
-    void finish();
-    /// A whole small response with a text/plain body: respond + write + finish.
-    void respond_text(unsigned status, std::string_view body, std::string_view extra_fields = {});
-
-    /// Bytes the output can take before the handler should wait for deferred::on_writable().
-    [[nodiscard]] std::size_t room() const noexcept;
-
-    /// The answer comes later: the session keeps the request (and the route's handler) until
-    /// finish(), and tells `d` of the body, of output room and of the client going away.
-    void defer(deferred& d);
-    /// Hands the request body to the deferred answer (sending 100 Continue if it was asked
-    /// for). Without it, a body is read and discarded.
-    void read_body();
-    /// The deferred answer takes body bytes again after refusing some.
-    void resume_body();
-    /// The response cannot be completed (its source failed after the head was sent): the
-    /// connection closes once what is queued is written. The exchange is gone afterwards.
-    void abort();
-
-    /// Whether the client asked to switch protocols: a GET with an Upgrade field that its
-    /// Connection field names (RFC 9110 7.8). The Upgrade value, or empty.
-    [[nodiscard]] std::string_view upgrade_asked() const noexcept;
-    /// Switches the connection to a tunnel (a 101 answer: RFC 9110 15.2.2). The session writes
-    /// the 101 head with `head.extra_fields` (which must carry the Upgrade field) and
-    /// `Connection: upgrade`, then stops speaking HTTP on this connection: write() appends bytes
-    /// as they are, the client's bytes go to deferred::on_body() as they arrive (fewer taken
-    /// pauses them), and deferred::on_body_end() says the client half-closed. shutdown_output()
-    /// passes the other side's half-close on; finish() (or abort()) ends the tunnel and closes
-    /// the connection.
-    void upgrade(response_head head);
-    /// In a tunnel: once what is queued is written, the client's side of the connection is
-    /// shut for writing (it still sends).
-    void shutdown_output();
-
-    /// Where a proxy notes its upstream's times and status for the access log; null when no
-    /// record is kept (the log is off). Valid until the response is finished.
-    [[nodiscard]] upstream_timing* upstream_record() noexcept;
-
-private:
-    friend class session;
-    exchange() = default;
-    ~exchange() = default;
-    /// The session this is the handler's face of (its base: no pointer kept).
-    [[nodiscard]] session& owner() const noexcept;
-};
-
 /// The protocol half of one connection, without I/O: bytes in, responses out.
 ///
 /// consume() parses as many complete requests as the input holds, hands each to the handler its
@@ -152,7 +73,7 @@ private:
 /// passes max_queued_bytes, a file body must be streamed, a handler answers later, or the
 /// connection is to close. The parser and request fields live in a pooled request_state taken
 /// when a request starts and given back when it ends, so an idle session is a few bytes.
-class session : private exchange {
+class session {
 public:
     enum class phase {
         idle,    ///< between requests: no byte of the next one consumed
@@ -241,7 +162,6 @@ public:
     }
 
 private:
-    friend class exchange;
     enum class tunnel : std::uint8_t {
         none,       ///< HTTP
         open,       ///< switched protocols: bytes both ways
@@ -261,7 +181,8 @@ private:
         bool body_done = false;    ///< the request body has been read whole
         bool body_in_hand = false; ///< bytes after the header had arrived when it was dispatched
     };
-    struct request_state final : request_body_sink {
+    /// The request in progress, and the exchange its handler answers through.
+    struct request_state final : request_body_sink, exchange {
         request_head head;
         // The response's record, kept with record_responses (see response_record).
         unsigned status = 0;          ///< its head was written with this status (0: not yet)
@@ -282,6 +203,26 @@ private:
         deferred* answer = nullptr;    ///< the handler's state while it answers later
         session* owner = nullptr;
         std::size_t on_body(std::string_view bytes) override;
+
+        // exchange
+        [[nodiscard]] const request_head& request() const noexcept override { return head; }
+        [[nodiscard]] std::string_view peer() const noexcept override;
+        [[nodiscard]] bool secure() const noexcept override;
+        void respond(response_head h) override;
+        void write(std::string_view bytes) override;
+        void send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length) override;
+        void finish() override;
+        [[nodiscard]] std::size_t room() const noexcept override;
+        void defer(deferred& d) override;
+        void read_body() override;
+        void resume_body() override;
+        void abort() override;
+        [[nodiscard]] std::string_view upgrade_asked() const noexcept override;
+        void upgrade(response_head h) override;
+        void shutdown_output() override;
+        [[nodiscard]] upstream_timing* upstream_record() noexcept override;
+        void answer_text(unsigned code, std::string_view body,
+                         std::string_view extra_fields) override;
     };
     using states = recycler<request_state, 256>;
     /// A file body, and the request it answers while its line waits for the file's end.
@@ -306,7 +247,8 @@ private:
     void set_deferred(deferred* d) noexcept {
         if (state_) state_->answer = d;
     }
-    [[nodiscard]] exchange& as_exchange() noexcept { return *this; }
+    /// The request in progress as its handler sees it (only while there is one).
+    [[nodiscard]] exchange& as_exchange() noexcept { return *state_; }
     /// News for the connection (output, room, an end): it drives again. Not within consume(),
     /// which goes on by itself, nor without a transport.
     void wake_transport() noexcept {

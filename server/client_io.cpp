@@ -24,6 +24,8 @@ constexpr std::size_t initial_in_bytes = 1024;
 /// Bytes of a file body sent in one pass before yielding to the worker's other connections: on
 /// loopback a fresh socket accepts megabytes, and sending them all at once stalls everyone else.
 constexpr std::uint64_t file_bytes_per_pass = 1 << 20;
+/// An HTTP/2 frame of SETTINGS_MAX_FRAME_SIZE's default (16 KB) and its 9-byte header.
+constexpr std::size_t h2_in_bytes = (16 << 10) + 9;
 /// The most a tunnel's read buffer grows to during a burst.
 constexpr std::size_t tunnel_in_bytes = 64 << 10;
 /// An output buffer larger than this is freed, not kept, when the connection goes quiet.
@@ -89,7 +91,10 @@ read_status client_io::read_some() {
     if (io.in.size() < initial_in_bytes) io.in.resize(initial_in_bytes);
     if (io.in_len == io.in.size()) {
         // A header (or chunk header) longer than the buffer: grow it, up to a whole header.
-        const std::size_t limit = ctx_.settings.in_buffer_bytes;
+        // HTTP/2 needs a whole frame of the size it advertised (DATA alone comes in pieces).
+        const std::size_t limit =
+            owner().h2_ ? std::max<std::size_t>(ctx_.settings.in_buffer_bytes, h2_in_bytes)
+                        : ctx_.settings.in_buffer_bytes;
         if (io.in.size() >= limit) {
             // Cannot happen: the session refuses a header (or trailer) larger than
             // max_header_bytes, which is below the limit. Never wait on a full buffer, which

@@ -128,6 +128,7 @@ struct config {
     std::size_t expire_batch = timeouts::default_expire_batch; ///< expiry callbacks per timer wake
     bool timeouts = true;         ///< false only to measure what enforcing them costs
     bool trust_forwarded = false; ///< keep incoming X-Forwarded-* fields and append to them
+    bool http2 = false;           ///< HTTP/2: h2c by the client preface on plain listeners
 
     std::vector<route_config> routes;       ///< as configured; see effective_routes()
     std::vector<upstream_config> upstreams; ///< every name a proxy route may use

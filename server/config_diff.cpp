@@ -116,6 +116,7 @@ std::vector<std::string> config_changes(const config& before, const config& afte
     scalar("expire_batch", &config::expire_batch);
     scalar("timeouts", &config::timeouts);
     scalar("trust_forwarded", &config::trust_forwarded);
+    scalar("http2", &config::http2);
     list_changes(
         out, "route", before.routes, after.routes,
         [](const route_config& a, const route_config& b) { return a.prefix == b.prefix; },

@@ -46,6 +46,7 @@ connection::connection(const connection_context& ctx, int fd, bool proxy_protoco
 
 connection::~connection() {
     if (!closed_) ::close(fd_); // never started (registration failed before close() ran)
+    if (h2_) ctx_.h2s.by_connection.erase(this);
 }
 
 void connection::start() {
@@ -113,6 +114,14 @@ void connection::on_sent(send_status s) noexcept {
 
 void connection::written() noexcept {
     measure_written();
+    if (h2_) [[unlikely]] {
+        try {
+            session_h2().output_drained();
+        } catch (...) {
+            close(close_reason::error); // out of memory for a response's frames
+        }
+        return;
+    }
     session_.output_drained();
 }
 
@@ -235,8 +244,30 @@ bool connection::idle() const noexcept {
             (phase_ == conn_phase::header && in_len() == 0 && (!io_ || io_->out.empty())));
 }
 
+void connection::retire() noexcept {
+    session_.retire();
+    if (!h2_ || closed_) return;
+    try {
+        session_h2().drain(io().out); // GOAWAY(2^31-1) and a PING (RFC 9113 6.8)
+    } catch (...) {
+        return; // out of memory: the stop's deadline closes it
+    }
+    wake();
+}
+
 void connection::drain() noexcept {
     if (closed_) return;
+    if (h2_) {
+        // GOAWAY: no new stream; the open ones finish, then the connection closes.
+        try {
+            session_h2().drain(io().out);
+        } catch (...) {
+            close(close_reason::shutdown);
+            return;
+        }
+        run_drive();
+        return;
+    }
     session_.drain();
     if (idle()) close(close_reason::shutdown);
 }
@@ -253,6 +284,10 @@ void connection::drive(bool fresh) {
     // A TLS handshake first (it leaves handshaking_ only by finishing, or by closing us).
     if (handshaking_ && !shake()) [[unlikely]]
         return;
+    if (h2_) [[unlikely]] {
+        drive_h2(fresh);
+        return;
+    }
     while (!closed_) {
         if (woken_) {
             woken_ = false;
@@ -261,6 +296,30 @@ void connection::drive(bool fresh) {
         if (fresh && in_len() != 0 && !session_.closing() && !session_.has_file() &&
             (!proxy_header_ || take_proxy_header(*io_))) [[likely]] {
             io_state& io = *io_;
+            // HTTP/2 with prior knowledge: the first bytes of the first request are the client
+            // preface (one comparison per connection: HTTP/1.1 methods differ at once).
+            if (session_.requests() == 0 && io.in[0] == 'P' && ctx_.settings.http2 && !tls_ &&
+                session_.current_phase() == http::session::phase::idle) [[unlikely]] {
+                bool undecided = false;
+                if (take_preface(io, undecided)) {
+                    drive_h2(true);
+                    return;
+                }
+                if (undecided) {
+                    fresh = false;
+                    if (peer_eof_) {
+                        close(close_reason::client_close);
+                        return;
+                    }
+                    if (!readable_) {
+                        wait(false);
+                        return;
+                    }
+                    if (read_some() == read_status::failed) return;
+                    fresh = true;
+                    continue;
+                }
+            }
             // Past its age the connection answers this request with Connection: close; it is
             // never closed idle for age. A clock read only when an age is set.
             const auto age = ctx_.settings.max_age;
@@ -372,6 +431,7 @@ bool connection::shake() {
         // Bytes that came behind the client's Finished are in the socket: read them now.
         readable_ = true;
         enter(conn_phase::silent, false); // header_timeout counts from here
+        if (s.h2()) start_h2();           // ALPN chose HTTP/2: its preface is the first read
         return true;
     }
     case tls::step::want_read:
@@ -428,14 +488,14 @@ bool connection::send_file() {
     return true;
 }
 
-void connection::finish() {
+void connection::finish(close_reason why) {
     // Everything is written. If the client sent more than we read (pipelined requests after
     // Connection: close, the rest of a refused body), closing now would make the kernel answer
     // with RST and could destroy the response in flight: half-close, and read until the client
     // closes, lingering_timeout passes between two reads, or lingering_time in all.
     if (phase_ == conn_phase::linger) return; // lingering already: until EOF or a deadline
     if (in_len() == 0 && waits_for(session_) != protocol_wait::discard) {
-        close(close_reason::done);
+        close(why);
         return;
     }
     shutdown_output();
@@ -444,6 +504,10 @@ void connection::finish() {
 }
 
 void connection::wait(bool writable) {
+    if (h2_) [[unlikely]] {
+        wait_h2(writable);
+        return;
+    }
     // A request was answered since the last wait: the header deadline of the next one, and the
     // keep-alive deadline, start again. Nothing else moves them: not empty lines, not bytes of
     // a header (its deadline is a total from its first byte).
@@ -546,6 +610,8 @@ void connection::on_timeout() noexcept {
     // A response waits in the batch of sends, its phase not yet decided: the batch's answer
     // enrolls it again.
     if (sending_) return;
+    if (h2_ && h2_timeout()) [[unlikely]]
+        return;
     switch (phase_) {
     case conn_phase::keep_alive: {
         // A request may be in the socket already, its edge not yet handled: serve it rather
@@ -616,6 +682,7 @@ void connection::close(close_reason why) noexcept {
     live.unlink();
     if (peer_v6_) ctx_.proxied_v6.erase(this);
     session_.abort(); // a handler answering later stops and lets go of the request
+    if (h2_) session_h2().abort();
     timeout_registry::unenroll(idle_);
     // The file's descriptor too, not when we are freed; and its log line, while the socket
     // (its port, its TLS version) is still there.

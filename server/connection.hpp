@@ -100,8 +100,9 @@ public:
     [[nodiscard]] timeouts::clock::time_point last_active() const noexcept {
         return idle_.idle_start();
     }
-    /// Its next response says Connection: close; while idle it stays open.
-    void retire() noexcept { session_.retire(); }
+    /// Its next response says Connection: close; while idle it stays open. HTTP/2: the graceful
+    /// GOAWAY now, the streams in flight finish.
+    void retire() noexcept;
     /// retire(), for a keep-alive connection pressure chose: it moves to the retired kind, so
     /// that the next newcomer finds another at the head of the keep-alive kind.
     void retire_idle() noexcept;
@@ -148,7 +149,8 @@ private:
     void wait(bool writable);
     void enter(conn_phase p, bool touch_if_same);
     [[nodiscard]] const timeouts::timeout_kind& kind_for(conn_phase p) const noexcept;
-    void finish();
+    /// Everything is written: the close (`why`), lingering if the client sent more.
+    void finish(close_reason why = close_reason::done);
     void on_timeout() noexcept;
     void measure_written() noexcept;
     /// The port the client connected to, for the access log (looked up once).
@@ -157,6 +159,19 @@ private:
     /// bytes follow it; false too while it is incomplete, or when it is malformed (the
     /// connection is then closed: closed_ says which).
     bool take_proxy_header(io_state& io) noexcept;
+
+    // HTTP/2 (connection_h2.cpp): the protocol's state is the worker's, found by connection
+    // (ctx_.h2s), taken when the client preface arrives; h2_ says it was.
+
+    /// The first request's bytes begin the client preface: whether the connection speaks
+    /// HTTP/2 now (started), or must wait for more bytes to tell (`undecided`).
+    bool take_preface(io_state& io, bool& undecided);
+    void start_h2();
+    [[nodiscard]] h2_session& session_h2() const noexcept;
+    void drive_h2(bool fresh);
+    void wait_h2(bool writable);
+    /// A timeout in a phase HTTP/2 handles its own way; false: as HTTP/1.1's.
+    bool h2_timeout() noexcept;
 
     // Ordered for size: after the bases (the vtable pointer, client_io's 22 bytes, the 4-byte
     // reference count) born_ms_ fills the count's padding, and the small fields close the
@@ -181,6 +196,8 @@ private:
     bool proxy_header_ : 1 = false;  ///< a PROXY header is still to come, before any request
     bool peer_v6_ : 1 = false;       ///< the PROXY header's client is in ctx_.proxied_v6
     bool peer_v4_known_ : 1 = false; ///< peer_v4_ holds the client's address
+    bool h2_ : 1 = false;            ///< speaks HTTP/2 (its state in ctx_.h2s)
+    bool idle_goaway_ : 1 = false;   ///< HTTP/2: GOAWAY sent at keep_alive_timeout
 };
 
 /// The worker's live connections (unlinked automatically when a connection is freed).

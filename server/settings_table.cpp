@@ -328,6 +328,14 @@ constexpr std::array setting_rows{
                     "them costs.",
             .default_text = "true",
             .apply = [](config& c, const setting_value& v) { c.timeouts = read_bool(v, false); }},
+    setting{.key = "http2",
+            .flag = "--http2",
+            .type = "BOOL",
+            .help = "Speak HTTP/2 as well as HTTP/1.1: on plain listeners a connection that opens "
+                    "with the HTTP/2 client preface (prior knowledge, h2c) speaks HTTP/2 on the "
+                    "same port. nginx's `http2 on;`.",
+            .default_text = "false",
+            .apply = [](config& c, const setting_value& v) { c.http2 = read_bool(v, true); }},
     setting{
         .key = "trust_forwarded",
         .type = "BOOL",

@@ -13,6 +13,7 @@ std::shared_ptr<const tls::context> make_tls_context(const config& cfg,
                                                      std::shared_ptr<tls::ticket_keys> keys) {
     if (!wants_tls(cfg)) return nullptr;
     tls::context_settings s;
+    s.http2 = cfg.http2;
     if (cfg.tls_certificate && cfg.tls_certificate_key)
         s.certificates.push_back(
             {{}, *cfg.tls_certificate, *cfg.tls_certificate_key, "tls_certificate"});

@@ -123,6 +123,7 @@ private:
     std::shared_ptr<access_log> access_;
     std::unordered_map<const connection*, in6_addr> proxied_v6_;
     tls_streams tls_;
+    h2_sessions h2_;
     connection_context ctx_;
     handler_context handlers_;
     live_connections live_;

@@ -44,6 +44,7 @@ worker_settings worker_settings::from(const config& cfg, const http::router* rou
     s.close_spread = cfg.close_spread_time;
     s.min_quiet = cfg.keep_alive_min_timeout;
     s.timeouts = cfg.timeouts;
+    s.http2 = cfg.http2;
     // The whole header must fit (Beast parses it contiguously), with room to read past it.
     s.in_buffer_bytes = std::max<std::size_t>(cfg.max_header_bytes + 1024, 8 * std::size_t{1024});
 

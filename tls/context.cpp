@@ -47,6 +47,23 @@ int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const un
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
+/// With HTTP/2 on: h2 if the client offers it (anywhere in its list: the server's preference
+/// decides, RFC 7301 3.2), else http/1.1 as above.
+int select_alpn_h2(SSL* ssl, const unsigned char** out, unsigned char* outlen,
+                   const unsigned char* in, unsigned inlen, void* arg) {
+    for (unsigned i = 0; i < inlen;) {
+        const unsigned len = in[i];
+        if (i + 1 + len > inlen) break;
+        if (len == 2 && std::memcmp(in + i + 1, "h2", 2) == 0) {
+            *out = in + i + 1;
+            *outlen = 2;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        i += 1 + len;
+    }
+    return select_alpn(ssl, out, outlen, in, inlen, arg);
+}
+
 int select_certificate(SSL* ssl, int*, void* arg) {
     const auto* self = static_cast<const context*>(arg);
     const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
@@ -86,7 +103,7 @@ bool kernel_tls_available() noexcept {
 }
 
 context::context(const context_settings& settings, std::shared_ptr<ticket_keys> keys)
-    : keys_(std::move(keys)) {
+    : keys_(std::move(keys)), http2_(settings.http2) {
     if (settings.certificates.empty()) throw error("tls_certificate: needed by tls_listen");
     try {
         for (const certificate_files& files : settings.certificates) {
@@ -152,7 +169,7 @@ SSL_CTX* context::load(const certificate_files& files) {
     SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
     SSL_CTX_set_app_data(ctx, this);
     SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_key);
-    SSL_CTX_set_alpn_select_cb(ctx, select_alpn, nullptr);
+    SSL_CTX_set_alpn_select_cb(ctx, http2_ ? select_alpn_h2 : select_alpn, nullptr);
     SSL_CTX_set_tlsext_servername_callback(ctx, select_certificate);
     SSL_CTX_set_tlsext_servername_arg(ctx, this);
     SSL_CTX_set_keylog_callback(ctx, stream::on_secret);

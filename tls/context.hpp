@@ -31,6 +31,8 @@ struct context_settings {
     /// The first is the default, for a client that sends no name or one no entry has.
     std::vector<certificate_files> certificates;
     std::string ciphers = intermediate_ciphers; ///< TLS 1.2
+    /// ALPN: h2 first when the client offers it, then http/1.1.
+    bool http2 = false;
 };
 
 /// Whether the kernel can do TLS records itself (kTLS: the "tls" upper-layer protocol is
@@ -44,7 +46,7 @@ public:
 };
 
 /// The server's TLS configuration as OpenSSL holds it: one SSL_CTX per certificate, chosen by
-/// SNI. TLS 1.2 and 1.3 only, ALPN http/1.1, stateless session tickets sealed with the shared
+/// SNI. TLS 1.2 and 1.3 only, ALPN http/1.1 (h2 first with http2), stateless session tickets sealed with the shared
 /// ticket_keys. Built whole or not at all (a reload with a bad key keeps the running one).
 class context {
 public:
@@ -71,6 +73,7 @@ private:
     SSL_CTX* load(const certificate_files& files);
 
     std::shared_ptr<ticket_keys> keys_;
+    bool http2_ = false;
     std::vector<SSL_CTX*> ctxs_; ///< the first is the default
     std::vector<named> names_;
     std::vector<std::string> warnings_;

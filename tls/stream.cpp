@@ -334,6 +334,10 @@ step stream::handshake(int fd) noexcept {
     if (r == 1) {
         resumed_ = SSL_session_reused(ssl_) == 1;
         suite_ = suite_index(ssl_);
+        const unsigned char* alpn = nullptr;
+        unsigned alpn_len = 0;
+        SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);
+        h2_ = alpn_len == 2 && std::memcmp(alpn, "h2", 2) == 0;
         SSL_set_msg_callback(ssl_, nullptr);
         if (!adopt_records()) hs_->ctx.reset(); // TLS 1.2: the context's callbacks are done
         return step::done;

@@ -64,6 +64,8 @@ public:
     [[nodiscard]] bool resumed() const noexcept { return resumed_; }
     /// Index in suite_names of the negotiated suite (after the handshake).
     [[nodiscard]] std::uint8_t suite() const noexcept { return suite_; }
+    /// Whether ALPN chose h2 (after the handshake).
+    [[nodiscard]] bool h2() const noexcept { return h2_; }
     /// Whether the records are tarry's own (TLS 1.3), not an OpenSSL object's.
     [[nodiscard]] bool own_records() const noexcept { return ssl_ == nullptr; }
 
@@ -149,6 +151,7 @@ private:
     bool sent_close_ = false;  ///< our close_notify went out: nothing more is sent (we still read)
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
     bool ssl_ended_ = false;   ///< OpenSSL's read ended behind bytes returned (ssl_recv)
+    bool h2_ = false;          ///< ALPN chose h2
 };
 
 } // namespace tarry::tls

@@ -1,0 +1,104 @@
+#pragma once
+
+// HTTP/2 as a connection's protocol: h2::connection (frames, HPACK, streams, flow control,
+// without I/O) driven for the connection, and one h2_stream per request, the http::exchange
+// its handler answers through. The same router and handlers as HTTP/1.1's session serve it.
+//
+// WHY it is its own allocation. An idle HTTP/1.1 connection is the connection object alone; an
+// HTTP/2 one needs the h2::connection (its HPACK table, its windows) for as long as it lives.
+// The connection takes this object when the client preface arrives (or ALPN chose h2), so the
+// HTTP/1.1 connection keeps its size.
+//
+// Output goes to the connection's output queue (session_transport::output()), as HTTP/1.1's
+// responses do: h2::connection appends its frames there. room() and on_writable() of a stream's
+// exchange speak of the stream's windows AND of that queue, which is bounded like HTTP/1.1's
+// (session_settings::max_queued_bytes): the peer's windows alone can be megabytes.
+
+#include "h2_stream.hpp"
+
+#include <tarry/h2/connection.hpp>
+#include <tarry/http/session.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tarry::server {
+
+class h2_session final : public h2::connection_owner {
+public:
+    /// `config` and `settings` outlive the session (the worker's; a reload swaps settings in
+    /// place). `transport`: the connection.
+    h2_session(const h2::connection_config& config, const http::session_settings& settings,
+               http::session_transport& transport);
+    h2_session(const h2_session&) = delete;
+    h2_session& operator=(const h2_session&) = delete;
+    ~h2_session();
+
+    /// The server preface (SETTINGS, the connection's WINDOW_UPDATE).
+    void start(std::string& out) { conn_.start(out); }
+    /// Bytes in (the client preface first); frames out. Returns the bytes taken: an incomplete
+    /// frame's stay with the caller.
+    std::size_t consume(const char* data, std::size_t size, std::string& out);
+    /// Work a handler's calls left for the connection's next turn (a resumed body, finished
+    /// streams' records): call after consume() and when woken.
+    void settle();
+    /// The connection is idle: the tables' storage goes back (an idle connection keeps only
+    /// the h2::connection and what the peer indexed).
+    void release() noexcept {
+        if (!streams_.empty() || !resumed_.empty()) return;
+        std::vector<std::unique_ptr<h2_stream>>().swap(streams_);
+        std::vector<std::unique_ptr<h2_stream>>().swap(retired_);
+        std::vector<std::uint32_t>().swap(resumed_);
+    }
+    /// The output queue was written out: streams waiting for room go on.
+    void output_drained();
+    /// Graceful stop (RFC 9113 6.8): GOAWAY(2^31-1) and a PING, the final GOAWAY with the last
+    /// stream when its ACK comes; no new stream after it, the open ones finish.
+    void drain(std::string& out) { conn_.shutdown(out); }
+    /// Idle past its time: GOAWAY(NO_ERROR) with the last stream, then the close.
+    void close_idle(std::string& out) { conn_.goaway(h2::error_code::no_error, out); }
+    /// The connection is going away: every answer in progress is told and released.
+    void abort() noexcept;
+
+    /// Nothing more will come: close once the output is written.
+    [[nodiscard]] bool closing() const noexcept { return conn_.closing() && streams_.empty(); }
+    /// No stream is open, and no answer is in progress.
+    [[nodiscard]] bool idle() const noexcept { return conn_.idle() && streams_.empty(); }
+    /// Streams answered, for the keep-alive and header deadlines.
+    [[nodiscard]] std::uint32_t requests() const noexcept { return started_; }
+
+private:
+    friend class h2_stream;
+
+    // h2::connection_owner
+    void on_request(std::uint32_t id, const h2::request& head) override;
+    std::size_t on_body(std::uint32_t id, std::string_view bytes) override;
+    void on_body_end(std::uint32_t id, std::span<const h2::field> trailers) override;
+    void on_reset(std::uint32_t id, h2::error_code code, bool by_peer) override;
+    void on_writable(std::uint32_t id) override;
+
+    [[nodiscard]] h2_stream* find(std::uint32_t id) const noexcept;
+    /// The stream's record is done with: out of the table now, freed at the next settle() (a
+    /// handler's call that ended it is still on the stack).
+    void retire(h2_stream& s) noexcept;
+    void dispatch(h2_stream& s);
+    [[nodiscard]] std::string& output() { return transport_.output(); }
+    /// Output or room changed outside consume(): the connection drives again.
+    void wake() noexcept {
+        if (!consuming_) transport_.wake();
+    }
+
+    const http::session_settings* settings_;
+    http::session_transport& transport_;
+    h2::connection conn_;
+    std::vector<std::unique_ptr<h2_stream>> streams_; ///< requests whose answer is not done
+    std::vector<std::unique_ptr<h2_stream>> retired_; ///< done, freed at the next settle()
+    std::vector<std::uint32_t> resumed_;              ///< bodies resumed within their own on_body()
+    std::uint32_t started_ = 0;
+    bool consuming_ = false;
+};
+
+} // namespace tarry::server
