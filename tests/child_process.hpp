@@ -5,6 +5,7 @@
 // children the same way, and none outlives its test.
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -209,5 +210,27 @@ private:
     int stdout_ = -1;
     std::string out_;
 };
+
+struct run_result {
+    int status = -1;
+    std::string output;
+};
+
+/// Runs a shell command and waits for it, capturing its stdout and stderr and its exit status
+/// (-1: it did not exit normally): a client (curl, a Python script) whose whole output the test
+/// reads once it is done.
+inline run_result run_shell(const std::string& command) {
+    const std::string cmd = "(" + command + ") 2>&1";
+    run_result r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+        r.output.append(buf, n);
+    const int st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
 
 } // namespace tarry::test

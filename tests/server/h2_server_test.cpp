@@ -5,6 +5,7 @@
 // the stream's window taken with pauses, and a stream the client resets mid-answer. HTTP/1.1 stays
 // on the same port. Over TLS (certificates made at test time by tls/make_certs.sh): curl --http2
 // and Python's h2 with ALPN h2, and http/1.1 still chosen by a client that offers only it.
+#include "child_process.hpp"
 #include "server_fixture.hpp"
 
 #include <cstdio>
@@ -16,25 +17,6 @@ using namespace std::chrono_literals;
 
 namespace tarry::test {
 namespace {
-
-struct shell_result {
-    int status = -1;
-    std::string output;
-};
-
-/// A command's stdout (stderr too) and exit status.
-shell_result shell(const std::string& command) {
-    shell_result r;
-    FILE* p = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-        r.output.append(buf, n);
-    const int st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
-}
 
 class H2cTest : public ServerTest {
 protected:
@@ -61,7 +43,8 @@ protected:
     void use_tls() {
         tls = true;
         const std::filesystem::path certs = dir / "certs";
-        const shell_result made = shell("sh " TARRY_TLS_ASSETS "/make_certs.sh " + certs.string());
+        const run_result made =
+            run_shell("sh " TARRY_TLS_ASSETS "/make_certs.sh " + certs.string());
         ASSERT_EQ(made.status, 0) << made.output;
         server::listen_address a("127.0.0.1", 0);
         a.tls = true;
@@ -74,24 +57,24 @@ protected:
         return (tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port) + path;
     }
     /// curl speaking HTTP/2: prior knowledge in plain text, ALPN over TLS.
-    [[nodiscard]] shell_result curl(const std::string& args) const {
-        return shell(std::string("curl -sS --max-time 20 ") +
-                     (tls ? "-k --http2 " : "--http2-prior-knowledge ") + args);
+    [[nodiscard]] run_result curl(const std::string& args) const {
+        return run_shell(std::string("curl -sS --max-time 20 ") +
+                         (tls ? "-k --http2 " : "--http2-prior-knowledge ") + args);
     }
-    [[nodiscard]] shell_result python(const std::string& args) const {
-        return shell("/usr/bin/python3 " TARRY_H2_CLIENT " " + std::to_string(port) + " " + args +
-                     (tls ? " --tls" : ""));
+    [[nodiscard]] run_result python(const std::string& args) const {
+        return run_shell("/usr/bin/python3 " TARRY_H2_CLIENT " " + std::to_string(port) + " " +
+                         args + (tls ? " --tls" : ""));
     }
 };
 
 TEST_F(H2cTest, CurlGetsTheBuiltInAnswerAndHttp11StaysOnThePort) {
     start();
-    const shell_result r = curl("-i " + url("/"));
+    const run_result r = curl("-i " + url("/"));
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("HTTP/2 200"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("content-length: 13"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("Hello, World!"), std::string::npos) << r.output;
-    const shell_result h1 = shell("curl -sS --max-time 20 --http1.1 -i " + url("/"));
+    const run_result h1 = run_shell("curl -sS --max-time 20 --http1.1 -i " + url("/"));
     EXPECT_NE(h1.output.find("HTTP/1.1 200"), std::string::npos) << h1.output;
     EXPECT_NE(h1.output.find("Hello, World!"), std::string::npos) << h1.output;
     // (Several requests on one connection: Python's h2 below. curl 7.88.1 fails its own reuse
@@ -102,45 +85,45 @@ TEST_F(H2cTest, CurlGetsTheBuiltInAnswerAndHttp11StaysOnThePort) {
 TEST_F(H2cTest, OffTheClientPrefaceIsNotHttp2) {
     cfg.http2 = false;
     start();
-    const shell_result r = curl("-i " + url("/"));
+    const run_result r = curl("-i " + url("/"));
     EXPECT_EQ(r.output.find("HTTP/2 200"), std::string::npos) << r.output;
-    const shell_result h1 = shell("curl -sS --max-time 20 -i " + url("/"));
+    const run_result h1 = run_shell("curl -sS --max-time 20 -i " + url("/"));
     EXPECT_NE(h1.output.find("HTTP/1.1 200"), std::string::npos) << h1.output;
 }
 
 TEST_F(H2cTest, StaticFilesWithARangeAConditionalAndALargeBody) {
     cfg.docroot = dir;
     start();
-    const shell_result range = curl("-i -r 2-5 " + url("/a.txt"));
+    const run_result range = curl("-i -r 2-5 " + url("/a.txt"));
     ASSERT_EQ(range.status, 0) << range.output;
     EXPECT_NE(range.output.find("HTTP/2 206"), std::string::npos) << range.output;
     EXPECT_EQ(range.output.substr(range.output.size() - 4), "2345") << range.output;
 
-    const shell_result head = curl("-s -D - -o /dev/null " + url("/a.txt"));
+    const run_result head = curl("-s -D - -o /dev/null " + url("/a.txt"));
     const std::size_t at = head.output.find("etag: ");
     ASSERT_NE(at, std::string::npos) << head.output;
     const std::string etag = head.output.substr(at + 6, head.output.find('\r', at) - at - 6);
-    const shell_result cond = curl("-i -H 'If-None-Match: " + etag + "' " + url("/a.txt"));
+    const run_result cond = curl("-i -H 'If-None-Match: " + etag + "' " + url("/a.txt"));
     EXPECT_NE(cond.output.find("HTTP/2 304"), std::string::npos) << cond.output;
 
     // 3 MB: past the stream's initial window and the output queue's bound many times over.
     const std::filesystem::path got = dir / "got.bin";
-    const shell_result big = curl("-s -o " + got.string() + " " + url("/big.bin"));
+    const run_result big = curl("-s -o " + got.string() + " " + url("/big.bin"));
     ASSERT_EQ(big.status, 0) << big.output;
     EXPECT_EQ(std::filesystem::file_size(got), std::filesystem::file_size(dir / "big.bin"));
-    EXPECT_EQ(shell("cmp " + got.string() + " " + (dir / "big.bin").string()).status, 0);
+    EXPECT_EQ(run_shell("cmp " + got.string() + " " + (dir / "big.bin").string()).status, 0);
 }
 
 TEST_F(H2cTest, PythonManyStreamsAtOnce) {
     cfg.docroot = dir;
     start();
-    const shell_result r = python("streams 60 /a.txt");
+    const run_result r = python("streams 60 /a.txt");
     ASSERT_EQ(r.status, 0) << r.output;
     std::string expected;
     for (int i = 0; i < 60; ++i)
         expected += "200 10\n";
     EXPECT_EQ(r.output, expected);
-    const shell_result big = python("streams 8 /big.bin");
+    const run_result big = python("streams 8 /big.bin");
     ASSERT_EQ(big.status, 0) << big.output;
     EXPECT_EQ(big.output.find("200 3145728\n"), 0U) << big.output;
 }
@@ -150,7 +133,7 @@ TEST_F(H2cTest, PythonPostLargerThanTheWindowTakenWithPauses) {
                           return std::make_shared<upload_counter>(h.io, 10000, counts);
                       }});
     start();
-    const shell_result r = python("post 300000 /upload");
+    const run_result r = python("post 300000 /upload");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "200 300000\n");
     EXPECT_GT(counts.paused.load(), 0);
@@ -166,7 +149,7 @@ TEST_F(H2cTest, PythonResetStopsTheAnswerAndTheConnectionGoesOn) {
                           return std::make_shared<slow_stream>(h.io, s, counts);
                       }});
     start();
-    const shell_result r = python("reset /stream");
+    const run_result r = python("reset /stream");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "reset 200\n");
     EXPECT_TRUE(eventually([&] { return counts.aborted.load() == 1; }));
@@ -177,7 +160,7 @@ TEST_F(H2cTest, IdlePastKeepAliveTimeoutGetsGoawayThenTheClose) {
     cfg.keep_alive_timeout = 300ms;
     start();
     const auto started = steady::now();
-    const shell_result r = python("idle /");
+    const run_result r = python("idle /");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "goaway 0 1\neof\n"); // NO_ERROR, the last stream the client opened
     EXPECT_GE(steady::now() - started, 300ms);
@@ -189,7 +172,7 @@ TEST_F(H2cTest, APrefaceThatStopsIsClosedAtHeaderTimeout) {
     cfg.header_timeout = 300ms;
     start();
     const auto started = steady::now();
-    const shell_result r = python("partial");
+    const run_result r = python("partial");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "eof\n");
     EXPECT_GE(steady::now() - started, 300ms);
@@ -212,7 +195,7 @@ TEST_F(H2cTest, GracefulStopLetsAStreamInFlightFinish) {
         srv->stop();
     });
     // curl, which takes the GOAWAY(2^31-1) and PING of a graceful stop as RFC 9113 6.8 means.
-    const shell_result r =
+    const run_result r =
         curl("-s -o /dev/null -w '%{http_code} %{size_download}' " + url("/stream"));
     stopper.join();
     runner.join();
@@ -226,25 +209,25 @@ TEST_F(H2cTest, TlsAlpnChoosesH2AndHttp11StaysForOthers) {
     use_tls();
     cfg.docroot = dir;
     start();
-    const shell_result r = curl("-i " + url("/a.txt"));
+    const run_result r = curl("-i " + url("/a.txt"));
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("HTTP/2 200"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.substr(r.output.size() - 10), "0123456789") << r.output;
-    const shell_result h1 = shell("curl -sS -k --max-time 20 --http1.1 -i " + url("/a.txt"));
+    const run_result h1 = run_shell("curl -sS -k --max-time 20 --http1.1 -i " + url("/a.txt"));
     EXPECT_NE(h1.output.find("HTTP/1.1 200"), std::string::npos) << h1.output;
-    const shell_result range = curl("-s -r 2-5 " + url("/a.txt"));
+    const run_result range = curl("-s -r 2-5 " + url("/a.txt"));
     EXPECT_EQ(range.output, "2345");
     const std::filesystem::path got = dir / "got.bin";
-    const shell_result big = curl("-s -o " + got.string() + " " + url("/big.bin"));
+    const run_result big = curl("-s -o " + got.string() + " " + url("/big.bin"));
     ASSERT_EQ(big.status, 0) << big.output;
-    EXPECT_EQ(shell("cmp " + got.string() + " " + (dir / "big.bin").string()).status, 0);
+    EXPECT_EQ(run_shell("cmp " + got.string() + " " + (dir / "big.bin").string()).status, 0);
 }
 
 TEST_F(H2cTest, TlsOffAlpnStaysHttp11) {
     use_tls();
     cfg.http2 = false;
     start();
-    const shell_result r = curl("-i " + url("/"));
+    const run_result r = curl("-i " + url("/"));
     EXPECT_NE(r.output.find("HTTP/1.1 200"), std::string::npos) << r.output;
 }
 
@@ -255,13 +238,13 @@ TEST_F(H2cTest, TlsPythonStreamsAndAPostLargerThanTheWindow) {
                           return std::make_shared<upload_counter>(h.io, 10000, counts);
                       }});
     start();
-    const shell_result r = python("streams 30 /a.txt");
+    const run_result r = python("streams 30 /a.txt");
     ASSERT_EQ(r.status, 0) << r.output;
     std::string expected;
     for (int i = 0; i < 30; ++i)
         expected += "200 10\n";
     EXPECT_EQ(r.output, expected);
-    const shell_result post = python("post 300000 /upload");
+    const run_result post = python("post 300000 /upload");
     ASSERT_EQ(post.status, 0) << post.output;
     EXPECT_EQ(post.output, "200 300000\n");
 }

@@ -50,26 +50,6 @@ inline std::string slurp(const std::filesystem::path& p) {
     return ss.str();
 }
 
-struct run_result {
-    int status = -1;
-    std::string output;
-};
-
-/// Runs a shell command, capturing its stdout and stderr and its exit status.
-inline run_result run_shell(const std::string& command) {
-    const std::string cmd = "(" + command + ") 2>&1";
-    run_result r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-        r.output.append(buf, n);
-    const int st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
-}
-
 /// Runs the binary with `args` (through the shell), capturing stdout and stderr.
 inline run_result run_tarry(const std::string& args) {
     return run_shell(std::string(TARRY_BINARY) + " " + args);

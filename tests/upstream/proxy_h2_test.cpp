@@ -3,6 +3,7 @@
 // upstream as the client's windows let them come, streamed responses come down under flow
 // control, and a stream the client resets cancels its upstream request at once: the pooled
 // connection is closed, never reused mid-response.
+#include "child_process.hpp"
 #include "proxy_fixture.hpp"
 
 #include <cstdio>
@@ -12,24 +13,6 @@ using namespace std::chrono_literals;
 
 namespace tarry::test {
 namespace {
-
-struct shell_result {
-    int status = -1;
-    std::string output;
-};
-
-shell_result shell(const std::string& command) {
-    shell_result r;
-    FILE* p = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-        r.output.append(buf, n);
-    const int st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
-}
 
 class ProxyH2Test : public ProxyTest {
 protected:
@@ -44,16 +27,17 @@ protected:
             upstream::server_address::parse("127.0.0.1:" + std::to_string(node->port()))};
         start();
     }
-    [[nodiscard]] shell_result python(const std::string& args) const {
-        return shell("/usr/bin/python3 " TARRY_H2_CLIENT " " + std::to_string(port) + " " + args);
+    [[nodiscard]] run_result python(const std::string& args) const {
+        return run_shell("/usr/bin/python3 " TARRY_H2_CLIENT " " + std::to_string(port) + " " +
+                         args);
     }
 };
 
 TEST_F(ProxyH2Test, CurlGetsAnAnswerOfUnknownLength) {
     start_proxy();
-    const shell_result r =
-        shell("curl -sS --max-time 20 --http2-prior-knowledge -i http://127.0.0.1:" +
-              std::to_string(port) + "/api/hello");
+    const run_result r =
+        run_shell("curl -sS --max-time 20 --http2-prior-knowledge -i http://127.0.0.1:" +
+                  std::to_string(port) + "/api/hello");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("HTTP/2 200"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("transfer-encoding"), std::string::npos) << r.output;
@@ -62,14 +46,14 @@ TEST_F(ProxyH2Test, CurlGetsAnAnswerOfUnknownLength) {
 
 TEST_F(ProxyH2Test, PostLargerThanTheWindowGoesUpstream) {
     start_proxy();
-    const shell_result r = python("post 1000000 /upload");
+    const run_result r = python("post 1000000 /upload");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "200 1000000\n");
 }
 
 TEST_F(ProxyH2Test, StreamedResponsesComeDownUnderFlowControl) {
     start_proxy();
-    const shell_result r = python("streams 6 /stream?n=2000000");
+    const run_result r = python("streams 6 /stream?n=2000000");
     ASSERT_EQ(r.status, 0) << r.output;
     std::string expected;
     for (int i = 0; i < 6; ++i)
@@ -80,7 +64,7 @@ TEST_F(ProxyH2Test, StreamedResponsesComeDownUnderFlowControl) {
 TEST_F(ProxyH2Test, AResetStreamCancelsItsUpstreamRequestAtOnce) {
     start_proxy();
     // /stall sends a head and a piece, then nothing for 5 s: the reset comes in between.
-    const shell_result r = python("reset /stall");
+    const run_result r = python("reset /stall");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "reset 200\n");
     // The stalled request's connection is closed, not waiting to be pooled when /stall ends;
