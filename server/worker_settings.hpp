@@ -34,10 +34,10 @@ struct worker_settings {
     timeouts::clock::duration min_quiet{};    ///< idle at least this long before a stop or
                                               ///< pressure may close a connection
     bool timeouts = true;
-    bool http2 = false; ///< a client preface on a plain listener starts HTTP/2 (h2c)
-    std::size_t in_buffer_bytes = 0;         ///< the most a read buffer grows to (a whole header)
-    std::size_t max_connections = 0;         ///< this worker's share; 0: no limit
-    std::size_t past_limit = 1;              ///< newcomers served past it, into the reserve
+    bool http2 = false;              ///< a client preface on a plain listener starts HTTP/2 (h2c)
+    std::size_t in_buffer_bytes = 0; ///< the most a read buffer grows to (a whole header)
+    std::size_t max_connections = 0; ///< this worker's share; 0: no limit
+    std::size_t past_limit = 1;      ///< newcomers served past it, into the reserve
     class access_log* access = nullptr;      ///< null: access log off
     std::shared_ptr<const tls::context> tls; ///< certificates of the TLS listeners; null: none
     timeouts::clock::duration handshake{};

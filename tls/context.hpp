@@ -46,8 +46,9 @@ public:
 };
 
 /// The server's TLS configuration as OpenSSL holds it: one SSL_CTX per certificate, chosen by
-/// SNI. TLS 1.2 and 1.3 only, ALPN http/1.1 (h2 first with http2), stateless session tickets sealed with the shared
-/// ticket_keys. Built whole or not at all (a reload with a bad key keeps the running one).
+/// SNI. TLS 1.2 and 1.3 only, ALPN http/1.1 (h2 first with http2), stateless session tickets sealed
+/// with the shared ticket_keys. Built whole or not at all (a reload with a bad key keeps the
+/// running one).
 class context {
 public:
     /// Throws tls::error.
