@@ -45,24 +45,8 @@ protected:
         fs::remove_all(dir, ec);
     }
 
-    /// The log's line holding `needle`, once it is there (lines are flushed within a second).
-    std::string line_with(const std::string& needle) {
-        std::string text;
-        std::string line;
-        eventually(
-            [&] {
-                text = slurp(log);
-                const auto at = text.find(needle);
-                if (at == std::string::npos) return false;
-                const auto start = text.rfind('\n', at);
-                const auto from = start == std::string::npos ? 0 : start + 1;
-                line = text.substr(from, text.find('\n', at) - from);
-                return true;
-            },
-            5s);
-        EXPECT_FALSE(line.empty()) << needle << " not in:\n" << text;
-        return line;
-    }
+    /// The log's line holding `needle`, once it is there.
+    std::string line_with(const std::string& needle) { return log_line_with(log, needle); }
 
     /// Sends raw bytes on a fresh connection, reads to the close: what came back.
     std::string raw(const std::string& bytes) {

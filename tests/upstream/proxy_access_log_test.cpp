@@ -42,24 +42,8 @@ protected:
         start();
     }
 
-    /// The log's line holding `needle`, once it is there (lines are flushed within a second).
-    std::string line_with(const std::string& needle) {
-        std::string text;
-        std::string line;
-        eventually(
-            [&] {
-                text = slurp(log);
-                const auto at = text.find(needle);
-                if (at == std::string::npos) return false;
-                const auto start = text.rfind('\n', at);
-                const auto from = start == std::string::npos ? 0 : start + 1;
-                line = text.substr(from, text.find('\n', at) - from);
-                return true;
-            },
-            5s);
-        EXPECT_FALSE(line.empty()) << needle << " not in:\n" << text;
-        return line;
-    }
+    /// The log's line holding `needle`, once it is there.
+    std::string line_with(const std::string& needle) { return log_line_with(log, needle); }
 
     /// The body bytes logged for the request `request_line` (with status `status`).
     std::int64_t logged_bytes(const std::string& request_line, int status) {
