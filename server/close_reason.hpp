@@ -20,6 +20,7 @@ enum class close_reason : std::size_t {
     proxy_header,       ///< a proxy_protocol listener got no valid PROXY header
     handshake, ///< a TLS handshake failed or timed out (tarry_tls_handshake_failures_total)
     tls,       ///< a TLS protocol error after the handshake (an alert was sent)
+    per_client, ///< refused: its client held max_connections_per_client already
     count_
 };
 
@@ -27,7 +28,8 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(close_rea
     close_reason_names{"client_close", "keep_alive_timeout", "header_timeout",
                        "body_timeout", "send_timeout",       "done",
                        "shutdown",     "pressure",           "error",
-                       "proxy_header", "handshake",          "tls"};
+                       "proxy_header", "handshake",          "tls",
+                       "per_client"};
 // A std::array with too few initialisers compiles: an empty last name means one is missing.
 static_assert(!close_reason_names.back().empty());
 

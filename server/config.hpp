@@ -120,6 +120,9 @@ struct config {
 
     unsigned workers = 0;                       ///< 0: one per core
     std::size_t max_connections = 0;            ///< per server; 0: derived from the open-file limit
+    std::size_t max_connections_per_client = 0; ///< per client address or prefix; 0: no limit
+    unsigned client_prefix_v4 = 32;             ///< the bits of an IPv4 address naming one client
+    unsigned client_prefix_v6 = 64;             ///< the bits of an IPv6 address naming one client
     std::optional<listen_address> admin_listen; ///< serves /metrics and /healthz; off by default
     std::optional<std::filesystem::path> pid_file; ///< nginx's `pid`: off by default
     std::string log_level = "info"; ///< trace, debug, info, warn, error, critical, off

@@ -108,6 +108,9 @@ std::vector<std::string> config_changes(const config& before, const config& afte
     scalar("max_body_bytes", &config::max_body_bytes);
     scalar("workers", &config::workers);
     scalar("max_connections", &config::max_connections);
+    scalar("max_connections_per_client", &config::max_connections_per_client);
+    scalar("client_prefix_v4", &config::client_prefix_v4);
+    scalar("client_prefix_v6", &config::client_prefix_v6);
     scalar("admin_listen", &config::admin_listen);
     scalar("log_level", &config::log_level);
     scalar("pid_file", &config::pid_file);

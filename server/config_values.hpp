@@ -79,6 +79,9 @@ inline constexpr count_rule workers_rule{0, 1024, "one per core"};
 inline constexpr count_rule max_connections_rule{0, toml_int_max,
                                                  "derived from the open-file limit"};
 inline constexpr count_rule expire_batch_rule{1, toml_int_max, ""};
+inline constexpr count_rule per_client_rule{0, toml_int_max, "no limit"};
+inline constexpr count_rule prefix_v4_rule{1, 32, ""};
+inline constexpr count_rule prefix_v6_rule{1, 128, ""};
 inline constexpr count_rule max_idle_rule{0, 65535, "no pooling"};
 
 /// "expected an integer from 0 to 1024 (0: one per core)".

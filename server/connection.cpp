@@ -680,6 +680,10 @@ void connection::close(close_reason why) noexcept {
     if (sending_) ctx_.poll.cancel_send(this);
     sending_ = false;
     live.unlink();
+    if (counted_) {
+        if (const auto k = client()) ctx_.clients.leave(*k);
+        counted_ = false;
+    }
     if (peer_v6_) ctx_.proxied_v6.erase(this);
     session_.abort(); // a handler answering later stops and lets go of the request
     if (h2_) session_h2().abort();

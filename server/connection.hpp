@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace tarry::server {
@@ -108,6 +109,18 @@ public:
     void retire_idle() noexcept;
     [[nodiscard]] bool retired() const noexcept { return session_.retired(); }
 
+    /// Counted against its client in the worker's table (ctx.clients) since its accept; `peer`
+    /// is the socket's, kept when it is an IPv4 address (no system call later to tell it).
+    void counted_at_accept(const sockaddr_storage& peer) noexcept;
+    /// Its client's key in the worker's table (IPv4: from the 4 bytes kept; IPv6: the PROXY
+    /// header's, or the hash kept at accept), or none: a Unix socket's client, or a peer gone
+    /// before it was told.
+    [[nodiscard]] std::optional<client_key> client() noexcept;
+    /// Whether it is counted against its client.
+    [[nodiscard]] bool counted() const noexcept { return counted_; }
+    /// Counts it again in a table cleared because a reload changed what names a client.
+    void recount() noexcept;
+
     /// The connection whose idle_entry `e` is (walking a client kind's list): checked.
     static connection& from(const timeouts::idle_entry& e) noexcept {
         return e.owner<connection>();
@@ -184,7 +197,9 @@ public:
 private:
     timeouts::idle_entry idle_;
     http::session session_;        ///< the protocol (client_protocol.hpp)
-    std::uint32_t peer_v4_ = 0;    ///< the client's IPv4 address, once known (peer_v4_known_)
+    /// The client's IPv4 address, once known (peer_v4_known_); else, with client_hash_, the
+    /// low 32 bits of an IPv6 client's key (client_table.hpp).
+    std::uint32_t peer_v4_ = 0;
     std::uint32_t answered_ = 0;   ///< session_.requests() at the last wait
     std::uint16_t local_port_ = 0; ///< the port it was accepted on, once the log asked
     conn_phase phase_ = conn_phase::silent;
@@ -198,6 +213,8 @@ private:
     bool peer_v4_known_ : 1 = false; ///< peer_v4_ holds the client's address
     bool h2_ : 1 = false;            ///< speaks HTTP/2 (its state in ctx_.h2s)
     bool idle_goaway_ : 1 = false;   ///< HTTP/2: GOAWAY sent at keep_alive_timeout
+    bool counted_ : 1 = false;       ///< counted against its client in ctx_.clients
+    bool client_hash_ : 1 = false;   ///< peer_v4_ holds an IPv6 client's key
 };
 
 /// The worker's live connections (unlinked automatically when a connection is freed).

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "client_table.hpp"
 #include "worker_metrics.hpp"
 #include "worker_settings.hpp"
 #include <tarry/net/poller.hpp>
@@ -38,6 +39,7 @@ struct connection_context {
     std::unordered_map<const connection*, in6_addr>& proxied_v6;
     tls_streams& tls;
     h2_sessions& h2s; ///< its HTTP/2 connections' state
+    client_table& clients; ///< its connections per client (max_connections_per_client, pressure)
     /// After a connection's descriptor is closed; `freed`: the bytes of buffers it let go.
     void (*on_closed)(void* worker, std::size_t freed) noexcept;
     void* worker;

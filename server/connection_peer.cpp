@@ -1,6 +1,7 @@
 // Who a connection's client is: the socket's peer, or the one a balancer's PROXY header names.
 #include "connection.hpp"
 
+#include "client_refusal.hpp"
 #include "proxy_protocol.hpp"
 
 #include <arpa/inet.h>
@@ -101,7 +102,71 @@ bool connection::take_proxy_header(io_state& io) noexcept {
     }
     io.in_len -= static_cast<std::uint32_t>(h.length);
     std::memmove(io.in.data(), io.in.data() + h.length, io.in_len);
+    // Behind a balancer the client is known only now: counted against it from here.
+    if (const auto k = client()) {
+        bool admitted = false;
+        try {
+            admitted = ctx_.clients.admit(*k, ctx_.settings.max_per_client);
+        } catch (...) {
+            close(close_reason::error);
+            return false;
+        }
+        if (!admitted) {
+            if (!tls_) answer_over_client_limit(fd_, ctx_.date.value());
+            close(close_reason::per_client);
+            return false;
+        }
+        counted_ = true;
+    }
     return io.in_len != 0;
+}
+
+void connection::counted_at_accept(const sockaddr_storage& peer) noexcept {
+    counted_ = true;
+    if (peer.ss_family == AF_INET) {
+        peer_v4_ = reinterpret_cast<const sockaddr_in&>(peer).sin_addr.s_addr;
+        peer_v4_known_ = true;
+    } else if (const auto k = ctx_.settings.clients.of(peer)) {
+        peer_v4_ = static_cast<std::uint32_t>(*k);
+        client_hash_ = true;
+    }
+}
+
+std::optional<client_key> connection::client() noexcept {
+    const client_prefixes& prefixes = ctx_.settings.clients;
+    if (peer_v6_) {
+        const auto found = ctx_.proxied_v6.find(this);
+        if (found == ctx_.proxied_v6.end()) return std::nullopt;
+        return prefixes.of_v6(found->second);
+    }
+    if (peer_v4_known_) return prefixes.of_v4(peer_v4_);
+    if (client_hash_) return v6_key(peer_v4_);
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return std::nullopt;
+    if (a.ss_family == AF_INET) {
+        peer_v4_ = reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr;
+        peer_v4_known_ = true;
+        return prefixes.of_v4(peer_v4_);
+    }
+    const auto k = prefixes.of(a);
+    if (k) {
+        peer_v4_ = static_cast<std::uint32_t>(*k);
+        client_hash_ = true;
+    }
+    return k;
+}
+
+void connection::recount() noexcept {
+    if (!counted_ || closed_) return;
+    // An IPv6 client's kept hash was made with the old prefixes: told again from the socket.
+    client_hash_ = false;
+    const auto k = client();
+    try {
+        if (k && ctx_.clients.admit(*k, 0)) return;
+    } catch (...) {
+    }
+    counted_ = false; // no longer told (its peer is gone) or no memory: it counts for nobody
 }
 
 } // namespace tarry::server

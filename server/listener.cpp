@@ -124,16 +124,18 @@ void listener::accept_all(bool past_limit) noexcept {
                 // limit at every close, or at every retry without a bound, let silent
                 // attackers' reconnections eat the whole reserve, which files need too.)
                 if (past_limit && target_.may_exceed_limit()) {
-                    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                    if (fd >= 0) target_.accept(fd, addr_);
+                    sockaddr_storage peer{};
+                    const int fd = accept_one(peer);
+                    if (fd >= 0) target_.accept(fd, addr_, peer);
                 }
                 pause();
                 return;
             }
         }
-        const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        sockaddr_storage peer{};
+        const int fd = accept_one(peer);
         if (fd >= 0) {
-            target_.accept(fd, addr_);
+            target_.accept(fd, addr_, peer);
             continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
@@ -149,6 +151,11 @@ void listener::accept_all(bool past_limit) noexcept {
         pause();
         return;
     }
+}
+
+int listener::accept_one(sockaddr_storage& peer) const noexcept {
+    socklen_t len = sizeof peer; // the peer's address comes with the accept: no system call later
+    return ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
 
 bool listener::connection_waiting() const noexcept {

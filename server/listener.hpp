@@ -8,6 +8,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <sys/socket.h>
+
 #include <memory>
 #include <optional>
 
@@ -17,8 +19,9 @@ namespace tarry::server {
 class accept_target {
 public:
     /// A new client socket (non-blocking) accepted on `addr` (its parameters: a PROXY header
-    /// first, a TLS handshake first).
-    virtual void accept(int fd, const listen_address& addr) noexcept = 0;
+    /// first, a TLS handshake first) from `peer`.
+    virtual void accept(int fd, const listen_address& addr,
+                        const sockaddr_storage& peer) noexcept = 0;
     [[nodiscard]] virtual bool at_connection_limit() const noexcept = 0;
     /// Whether one more connection may go past the limit, into the reserve it keeps.
     [[nodiscard]] virtual bool may_exceed_limit() const noexcept = 0;
@@ -82,6 +85,8 @@ private:
     /// Back into the poller after a pause (a shared socket leaves it while paused).
     void unpause() noexcept;
     [[nodiscard]] bool connection_waiting() const noexcept;
+    /// accept4, with the peer's address into `peer`: the descriptor, or -1 (errno).
+    int accept_one(sockaddr_storage& peer) const noexcept;
 
     net::poller& poll_;
     worker_metrics& metrics_;

@@ -276,6 +276,10 @@ std::string render_metrics(const std::vector<worker*>& ws,
                  "At the connection limit with nothing quiet enough to close: recently used "
                  "keep-alive connections asked to close after their next response.",
                  sum(ws, [](worker_metrics& m) { return m.pressure_retires.get(); }));
+    counter_line("tarry_pressure_by_client_total", "counter",
+                 "At the connection limit, idle connections taken from the client holding the "
+                 "most rather than the one idle longest.",
+                 sum(ws, [](worker_metrics& m) { return m.pressure_by_client.get(); }));
     counter_line("tarry_connections_open", "gauge", "Connections open now.",
                  sum(ws, [](worker_metrics& m) { return m.open.get(); }));
     counter_line("tarry_connections_idle", "gauge",

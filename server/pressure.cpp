@@ -2,6 +2,7 @@
 
 #include "client_kinds.hpp"
 
+#include <tarry/timeouts/idle_list.hpp>
 #include <tarry/upstream/upstream_connection.hpp>
 
 namespace tarry::server {
@@ -37,16 +38,38 @@ bool pressure::relieve() noexcept {
     // newcomer wait than to close one under a request. The silent grace is shorter: silent
     // attackers reconnect at once, and each newcomer must find one old enough to take. A peek
     // spares one whose request is in its socket, unread in this same event batch.
+    //
+    // Among those, the client holding the most connections gives one up first: a look at the
+    // first few of each kind's list (all quiet enough, oldest first), each client's count read
+    // from the worker's table. One client's thousands dominate every head, so its connections
+    // are found within the first few; with all clients even, this is the oldest, as before.
     const auto now = timeouts::clock::now();
     const auto quiet = now - settings_.min_quiet;
+    constexpr int look = 32; // per kind: bounds what a newcomer at the limit costs
+    connection* best = nullptr;
+    std::uint32_t best_held = 0;
+    std::uint32_t oldest_held = 0; // the holding of the oldest candidate, for the metric
     connection* oldest = nullptr;
     const auto consider = [&](const timeouts::timeout_kind& kind, timeouts::clock::time_point since,
                               bool spare_if_input) {
         timeouts::idle_entry* e = registry_.oldest(kind);
-        if (e == nullptr || e->idle_start() > since) return;
-        connection& c = connection::from(*e);
-        if (c.sending() || (spare_if_input && c.input_waiting())) return;
-        if (oldest == nullptr || c.last_active() < oldest->last_active()) oldest = &c;
+        for (int n = 0; e != nullptr && n < look && e->idle_start() <= since;
+             ++n, e = timeouts::idle_list::next(*e)) {
+            connection& c = connection::from(*e);
+            const auto k = c.counted() ? c.client() : std::nullopt;
+            const std::uint32_t held = k ? clients_.held(*k) : 1;
+            const bool better = best == nullptr || held > best_held ||
+                                (held == best_held && c.last_active() < best->last_active());
+            if (!better) continue;
+            // Checked last: a peek is a system call.
+            if (c.sending() || (spare_if_input && c.input_waiting())) continue;
+            if (oldest == nullptr || c.last_active() < oldest->last_active()) {
+                oldest = &c;
+                oldest_held = held;
+            }
+            best = &c;
+            best_held = held;
+        }
     };
     consider(client_kinds::keep_alive, quiet, true);
     consider(client_kinds::retired, quiet, true);
@@ -54,8 +77,9 @@ bool pressure::relieve() noexcept {
     consider(client_kinds::handshake, now - settings_.min_quiet / 10, true); // TLS, silent too
     consider(client_kinds::linger, quiet, false);
     consider(client_kinds::discard, quiet, false);
-    if (oldest != nullptr) {
-        oldest->close(close_reason::pressure);
+    if (best != nullptr) {
+        if (best_held > oldest_held) metrics_.pressure_by_client.add();
+        best->close(close_reason::pressure);
         return true;
     }
     // Nothing quiet for long enough: the newcomer waits, and the connection idle longest

@@ -10,15 +10,18 @@ namespace tarry::server {
 
 /// Makes room for a newcomer when a worker is at its connection limit or out of descriptors,
 /// taking from the heads of the timeout kinds that hold only what can go without losing a
-/// request: idle pooled upstream connections first (for a descriptor), then the client
-/// connection idle longest among the keep-alive, retired, silent, lingering and discarding
-/// kinds. A connection mid-request is in none of those kinds, so it is never taken. O(kinds):
-/// no walk, no phase filter. One thread: the worker's.
+/// request: idle pooled upstream connections first (for a descriptor), then a client
+/// connection from the keep-alive, retired, silent, lingering and discarding kinds: among the
+/// few idle longest in each, the one whose client holds the most connections, the oldest among
+/// equals. So one client holding thousands of idle connections gives them up before many small
+/// clients lose theirs. A connection mid-request is in none of those kinds, so it is never
+/// taken. O(kinds): a bounded look at each head, no phase filter. One thread: the worker's.
 class pressure {
 public:
     pressure(timeouts::timeout_registry& registry, const worker_settings& settings,
-             live_connections& live, worker_metrics& metrics) noexcept
-        : registry_(registry), settings_(settings), live_(live), metrics_(metrics) {}
+             live_connections& live, client_table& clients, worker_metrics& metrics) noexcept
+        : registry_(registry), settings_(settings), live_(live), clients_(clients),
+          metrics_(metrics) {}
     pressure(const pressure&) = delete;
     pressure& operator=(const pressure&) = delete;
 
@@ -34,6 +37,7 @@ private:
     timeouts::timeout_registry& registry_;
     const worker_settings& settings_; ///< replaced in place by a reload
     live_connections& live_;
+    client_table& clients_;
     worker_metrics& metrics_;
 };
 

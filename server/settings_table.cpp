@@ -254,6 +254,33 @@ constexpr std::array setting_rows{
             [](config& c, const setting_value& v) {
                 c.max_connections = static_cast<std::size_t>(read_count(v, max_connections_rule));
             }},
+    setting{.key = "max_connections_per_client",
+            .flag = "--max-connections-per-client",
+            .type = "N",
+            .help = "Connections one client (address, or prefix: client_prefix_v4/v6) may hold; "
+                    "over it a new one gets 503. 0: no limit.",
+            .default_text = "0",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.max_connections_per_client =
+                        static_cast<std::size_t>(read_count(v, per_client_rule));
+                }},
+    setting{.key = "client_prefix_v4",
+            .type = "N",
+            .help = "How many leading bits of an IPv4 address name one client (1 to 32).",
+            .default_text = "32",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.client_prefix_v4 = static_cast<unsigned>(read_count(v, prefix_v4_rule));
+                }},
+    setting{.key = "client_prefix_v6",
+            .type = "N",
+            .help = "How many leading bits of an IPv6 address name one client (1 to 128).",
+            .default_text = "64",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.client_prefix_v6 = static_cast<unsigned>(read_count(v, prefix_v6_rule));
+                }},
     setting{.key = "admin_listen",
             .flag = "--admin-listen",
             .type = "HOST:PORT",

@@ -1,6 +1,7 @@
 #include "worker.hpp"
 
 #include "client_kinds.hpp"
+#include "client_refusal.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -21,10 +22,10 @@ worker::worker(unsigned index, const config& cfg, unsigned workers,
                                        date_,       poller_,
                                        settings_,   metrics_,
                                        proxied_v6_, tls_,
-                                       h2_,         &worker::on_connection_closed,
-                                       this},
+                                       h2_,         clients_,
+                                       &worker::on_connection_closed, this},
       handlers_{io_, registry_, poller_, metrics_.routes, &metrics_.upstreams},
-      pressure_(registry_, settings_, live_, metrics_), trimmer_(io_), drain_timer_(io_),
+      pressure_(registry_, settings_, live_, clients_, metrics_), trimmer_(io_), drain_timer_(io_),
       spread_timer_(io_) {}
 
 void worker::set_router(std::shared_ptr<http::router> r) {
@@ -77,8 +78,28 @@ void worker::post(std::function<void()> f) {
     boost::asio::post(io_, std::move(f));
 }
 
-void worker::accept(int fd, const listen_address& addr) noexcept {
+void worker::accept(int fd, const listen_address& addr, const sockaddr_storage& peer) noexcept {
     metrics_.accepted.add();
+    // Counted against its client from now; behind a balancer, once its PROXY header names the
+    // client. Over the limit: refused before anything is spent on it.
+    std::optional<client_key> client;
+    if (!addr.proxy_protocol) client = settings_.clients.of(peer);
+    try {
+        if (client && !clients_.admit(*client, settings_.max_per_client)) {
+            if (!addr.tls) {
+                date_.hold();
+                answer_over_client_limit(fd, date_.value());
+                date_.release();
+            }
+            ::close(fd);
+            metrics_.closed(close_reason::per_client);
+            return;
+        }
+    } catch (...) {
+        ::close(fd); // no memory for a new client's entry
+        metrics_.accept_errors.add();
+        return;
+    }
     ++connections_;
     connection* c = nullptr;
     try {
@@ -86,8 +107,10 @@ void worker::accept(int fd, const listen_address& addr) noexcept {
     } catch (...) {
         ::close(fd);
         --connections_;
+        if (client) clients_.leave(*client);
         return;
     }
+    if (client) c->counted_at_accept(peer);
     intrusive_ptr_add_ref(c); // the connection's own reference, handed back by close()
     live_.push_back(*c);
     trimmer_.opened(connections_);
@@ -220,6 +243,13 @@ void worker::reload(const config& cfg, std::shared_ptr<http::router> routes, uns
         // The old routes go now; a request answered later still holds its own handler.
         router_ = std::move(routes);
         registry_.set_expire_batch(cfg.expire_batch);
+        if (old.clients != settings_.clients) {
+            // What names one client changed: every connection is counted again, under the new
+            // prefixes (a new limit applies to newcomers only: nobody is cut off).
+            clients_.clear();
+            for (connection& c : live_)
+                c.recount();
+        }
         if (old.timeouts && !settings_.timeouts) {
             // Nothing is enforced any more: leave every list, or an active connection would
             // still be closed at the deadline it had.

@@ -93,7 +93,7 @@ public:
 
     // accept_target: what the listeners call.
     /// A new client socket (non-blocking): becomes a connection.
-    void accept(int fd, const listen_address& addr) noexcept override;
+    void accept(int fd, const listen_address& addr, const sockaddr_storage& peer) noexcept override;
     [[nodiscard]] bool at_connection_limit() const noexcept override {
         return settings_.max_connections != 0 && connections_ >= settings_.max_connections;
     }
@@ -124,6 +124,7 @@ private:
     std::unordered_map<const connection*, in6_addr> proxied_v6_;
     tls_streams tls_;
     h2_sessions h2_;
+    client_table clients_;
     connection_context ctx_;
     handler_context handlers_;
     live_connections live_;

@@ -57,6 +57,11 @@ worker_settings worker_settings::from(const config& cfg, const http::router* rou
     if (max == 0 && files != 0) max = files - std::min<std::size_t>(64, files / 4);
     const unsigned n = std::max(1U, workers);
     s.max_connections = max == 0 ? 0 : std::max<std::size_t>(1, (max + n - 1) / n);
+    // Each worker counts its own connections (they share nothing): its share of the limit, as
+    // for max_connections. The kernel spreads one client's connections over the workers.
+    const std::size_t per_client = cfg.max_connections_per_client;
+    s.max_per_client = per_client == 0 ? 0 : std::max<std::size_t>(1, (per_client + n - 1) / n);
+    s.clients = client_prefixes{cfg.client_prefix_v4, cfg.client_prefix_v6};
     // Past the limit, newcomers that find nothing to reclaim may take half of this worker's
     // share of what the limit leaves: the other half stays for files, logs and upstreams. A
     // limit set well below the open-file limit leaves a large reserve, but the operator asked

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "client_table.hpp"
 #include "config.hpp"
 #include "worker_metrics.hpp"
 
@@ -38,6 +39,8 @@ struct worker_settings {
     std::size_t in_buffer_bytes = 0; ///< the most a read buffer grows to (a whole header)
     std::size_t max_connections = 0; ///< this worker's share; 0: no limit
     std::size_t past_limit = 1;      ///< newcomers served past it, into the reserve
+    std::size_t max_per_client = 0;  ///< this worker's share of max_connections_per_client
+    client_prefixes clients;         ///< what names one client
     class access_log* access = nullptr;      ///< null: access log off
     std::shared_ptr<const tls::context> tls; ///< certificates of the TLS listeners; null: none
     timeouts::clock::duration handshake{};
