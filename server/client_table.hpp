@@ -32,7 +32,9 @@ struct client_prefixes {
 };
 
 /// Whether `k` is an IPv6 client's (its low 32 bits then are the hash a connection keeps).
-[[nodiscard]] constexpr bool is_v6(client_key k) noexcept { return (k >> 32) != 0; }
+[[nodiscard]] constexpr bool is_v6(client_key k) noexcept {
+    return (k >> 32) != 0;
+}
 /// The key of an IPv6 client from the 32 bits a connection keeps of it.
 [[nodiscard]] constexpr client_key v6_key(std::uint32_t kept) noexcept {
     return (client_key{1} << 32) | kept;
