@@ -3,11 +3,15 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <netinet/in.h>
+#include <linux/tcp.h> // tcp_info with tcpi_bytes_acked (glibc's lacks it)
 #include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -113,6 +117,16 @@ std::uint8_t suite_index(const SSL* ssl) noexcept {
     for (std::size_t i = 0; i + 1 < suite_names.size(); ++i)
         if (suite_names[i] == name) return static_cast<std::uint8_t>(i);
     return suite_names.size() - 1;
+}
+
+/// The bytes the peer acknowledged on a TCP socket (mod 2^32); nullopt on another socket.
+std::optional<std::uint32_t> bytes_acked(int fd) noexcept {
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+        len < offsetof(tcp_info, tcpi_bytes_acked) + sizeof info.tcpi_bytes_acked)
+        return std::nullopt;
+    return static_cast<std::uint32_t>(info.tcpi_bytes_acked);
 }
 
 /// The BIO OpenSSL reads and writes through. Reads are served from the record buffer, filled
@@ -445,11 +459,15 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
                 }
                 std::uint8_t* body = rec + record_header_bytes;
                 if (opened->type == application_data) {
+                    if (opened->length == 0 || run_ != quiet_run{}) [[unlikely]] {
+                        if (!take_quiet_data(opened->length)) break;
+                        if (opened->length == 0) continue;
+                    }
                     b.plain_off = static_cast<std::size_t>(body - b.in);
                     b.plain_len = opened->length;
                     continue;
                 }
-                const int taken = take_record(opened->type, body, opened->length);
+                const int taken = take_record(fd, opened->type, body, opened->length);
                 if (taken < 0) return fail_recv(ECONNRESET, got); // the client's fatal alert
                 if (taken == 0) break;
                 if (b.out_off != b.out_len)
@@ -505,9 +523,29 @@ ssize_t stream::fail_recv(int err, std::size_t got) noexcept {
     return -1;
 }
 
-int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
-    if (len == 0 && type != application_data) {
-        fail_with(unexpected_message); // RFC 8446, 5.4: only data records may be empty
+bool stream::take_quiet_data(std::size_t len) noexcept {
+    if (run_.key_update_part != 0) {
+        // RFC 8446, 5.1: nothing comes between the fragments of a handshake message.
+        fail_with(unexpected_message);
+        return false;
+    }
+    if (len != 0) {
+        run_ = {}; // data: the run of records without it is over
+        return true;
+    }
+    if (++run_.empty_records > max_empty_records) {
+        fail_with(unexpected_message);
+        return false;
+    }
+    return true;
+}
+
+int stream::take_record(int fd, std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
+    if ((len == 0 && type != application_data) ||
+        (run_.key_update_part != 0 && type != handshake_record)) {
+        // RFC 8446, 5.4: only data records may be empty; 5.1: nothing comes between the
+        // fragments of a handshake message.
+        fail_with(unexpected_message);
         return 0;
     }
     if (type == alert) {
@@ -519,56 +557,85 @@ int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) 
             peer_closed_ = true;
             return 1;
         }
-        if (body[1] == user_canceled) return 1; // a close_notify follows
-        return -1;                              // every other alert is fatal in TLS 1.3
+        if (body[1] != user_canceled) return -1; // every other alert is fatal in TLS 1.3
+        // A close_notify follows; a run of them is a peer keeping us busy.
+        if (++run_.warning_alerts > max_warning_alerts) {
+            fail_with(unexpected_message);
+            return 0;
+        }
+        return 1;
     }
     if (type != handshake_record) {
         fail_with(unexpected_message);
         return 0;
     }
+    return take_handshake(fd, body, len) ? 1 : 0;
+}
+
+bool stream::take_handshake(int fd, const std::uint8_t* body, std::size_t len) noexcept {
     // Handshake messages after the handshake: only KeyUpdate is ours to take (a server never
-    // asks for the others). A KeyUpdate ends its record: the next one uses the new key.
-    for (std::size_t i = 0; i < len;) {
-        if (len - i < 4) {
-            fail_with(unexpected_message); // a message split over records: not for KeyUpdate
-            return 0;
+    // asks for the others). Its five bytes may come split over records (RFC 8446, 5.1); all
+    // but the last are fixed, so how many came is all there is to keep between records. A
+    // KeyUpdate ends its record: the next one uses the new key.
+    static constexpr std::uint8_t head[4] = {key_update_type, 0, 0, 1}; // a 1-byte body
+    for (std::size_t i = 0; i < len; ++i) {
+        const std::uint8_t c = body[i];
+        if (run_.key_update_part < sizeof head) {
+            if (c != head[run_.key_update_part]) {
+                // Another message (unexpected), or a KeyUpdate whose length is not 1.
+                fail_with(run_.key_update_part == 0 ? unexpected_message : decode_error);
+                return false;
+            }
+            ++run_.key_update_part;
+            continue;
         }
-        const std::uint8_t msg = body[i];
-        const std::size_t msg_len =
-            std::size_t{body[i + 1]} << 16 | std::size_t{body[i + 2]} << 8 | body[i + 3];
-        if (msg != key_update_type) {
-            fail_with(unexpected_message);
-            return 0;
-        }
-        if (msg_len != 1 || i + 4 + msg_len > len) {
-            fail_with(decode_error);
-            return 0;
-        }
-        if (i + 4 + msg_len != len) {
+        run_.key_update_part = 0;
+        if (i + 1 != len) {
             fail_with(unexpected_message); // a key change ends its record
-            return 0;
+            return false;
         }
-        const std::uint8_t requested = body[i + 4];
-        if (requested > 1) {
+        if (c > 1) {
             fail_with(illegal_parameter);
-            return 0;
+            return false;
+        }
+        if (!key_update_allowed(fd)) {
+            fail_with(unexpected_message);
+            return false;
         }
         if (!read_.update()) {
             fail_with(internal_error);
-            return 0;
+            return false;
         }
         ++key_updates_seen;
         // Ours goes out before any more application data, sealed under the old key; several
         // requests while one of ours still waits are answered by that one (RFC 8446, 4.6.3).
-        if (requested == 1 && !(buf_ && buf_->key_update_waiting)) {
+        if (c == 1 && !(buf_ && buf_->key_update_waiting)) {
             if (!queue_key_update()) {
                 fail_with(internal_error);
-                return 0;
+                return false;
             }
         }
-        i += 4 + msg_len;
     }
-    return 1;
+    return true;
+}
+
+bool stream::key_update_allowed(int fd) noexcept {
+    // The client's acknowledgements are read only where a run of KeyUpdates begins and where it
+    // reaches the limit: a system call per few KeyUpdates, none per data record.
+    if (run_.key_updates == 0) run_acked_ = bytes_acked(fd).value_or(0);
+    if (++run_.key_updates <= max_key_updates) return true;
+    const auto acked = bytes_acked(fd);
+    if (!acked || *acked - run_acked_ < key_update_acked_bytes) return false;
+    run_.key_updates = 1; // the client read what we sent: a new run from this one
+    run_acked_ = *acked;
+    return true;
+}
+
+noop_limit stream::limit_reached() const noexcept {
+    if (run_.empty_records > max_empty_records) return noop_limit::empty_records;
+    if (run_.warning_alerts > max_warning_alerts) return noop_limit::warning_alerts;
+    if (run_.key_updates > max_key_updates) return noop_limit::key_updates;
+    return noop_limit::none;
 }
 
 // --- Records out -------------------------------------------------------------------------------
