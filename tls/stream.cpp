@@ -326,7 +326,8 @@ step stream::handshake(int fd) noexcept {
     if (ssl_ == nullptr || !hs_) return step::failed;
     if (!started_) {
         // A TLS client's first byte is a handshake record's type (22). Anything else is not
-        // TLS; letters are someone's HTTP request, which nginx answers with 400 too.
+        // TLS: as nginx does, bytes are handed to HTTP (answered 400), but an SSLv2 hello's
+        // (the high bit); letters are someone's HTTP request, told of its mistake.
         unsigned char first = 0;
         const ssize_t n = ::recv(fd, &first, 1, MSG_PEEK);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -336,8 +337,9 @@ step stream::handshake(int fd) noexcept {
             return step::failed;
         }
         if (first != handshake_record) {
-            failure_ = handshake_failure::not_tls;
-            return (first >= 'A' && first <= 'Z') ? step::plain_http : step::failed;
+            failure_ = first >= 'A' && first <= 'Z' ? handshake_failure::plain_http
+                                                    : handshake_failure::not_tls;
+            return first < 0x80 ? step::plain_http : step::failed;
         }
         started_ = true;
         SSL_set_msg_callback(ssl_, on_record);

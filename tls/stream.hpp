@@ -17,7 +17,9 @@ typedef struct ssl_st SSL;
 
 namespace tarry::tls {
 
-/// What a step of the handshake needs next.
+/// What a step of the handshake needs next. plain_http: the bytes are not TLS, to be answered
+/// in plain HTTP (400), failure() saying whether they begin an HTTP request (plain_http) or not
+/// (not_tls).
 enum class step : std::uint8_t { done, want_read, want_write, failed, plain_http };
 
 /// The cipher suites a connection can be counted under (metrics): TLS 1.3's three, the
