@@ -3,15 +3,12 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include <netinet/in.h>
-#include <linux/tcp.h> // tcp_info with tcpi_bytes_acked (glibc's lacks it)
 #include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -117,16 +114,6 @@ std::uint8_t suite_index(const SSL* ssl) noexcept {
     for (std::size_t i = 0; i + 1 < suite_names.size(); ++i)
         if (suite_names[i] == name) return static_cast<std::uint8_t>(i);
     return suite_names.size() - 1;
-}
-
-/// The bytes the peer acknowledged on a TCP socket (mod 2^32); nullopt on another socket.
-std::optional<std::uint32_t> bytes_acked(int fd) noexcept {
-    tcp_info info{};
-    socklen_t len = sizeof info;
-    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
-        len < offsetof(tcp_info, tcpi_bytes_acked) + sizeof info.tcpi_bytes_acked)
-        return std::nullopt;
-    return static_cast<std::uint32_t>(info.tcpi_bytes_acked);
 }
 
 /// The BIO OpenSSL reads and writes through. Reads are served from the record buffer, filled
@@ -469,7 +456,7 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
                     b.plain_len = opened->length;
                     continue;
                 }
-                const int taken = take_record(fd, opened->type, body, opened->length);
+                const int taken = take_record(opened->type, body, opened->length);
                 if (taken < 0) return fail_recv(ECONNRESET, got); // the client's fatal alert
                 if (taken == 0) break;
                 if (b.out_off != b.out_len)
@@ -542,7 +529,7 @@ bool stream::take_quiet_data(std::size_t len) noexcept {
     return true;
 }
 
-int stream::take_record(int fd, std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
+int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
     if ((len == 0 && type != application_data) ||
         (run_.key_update_part != 0 && type != handshake_record)) {
         // RFC 8446, 5.4: only data records may be empty; 5.1: nothing comes between the
@@ -571,10 +558,10 @@ int stream::take_record(int fd, std::uint8_t type, std::uint8_t* body, std::size
         fail_with(unexpected_message);
         return 0;
     }
-    return take_handshake(fd, body, len) ? 1 : 0;
+    return take_handshake(body, len) ? 1 : 0;
 }
 
-bool stream::take_handshake(int fd, const std::uint8_t* body, std::size_t len) noexcept {
+bool stream::take_handshake(const std::uint8_t* body, std::size_t len) noexcept {
     // Handshake messages after the handshake: only KeyUpdate is ours to take (a server never
     // asks for the others). Its five bytes may come split over records (RFC 8446, 5.1); all
     // but the last are fixed, so how many came is all there is to keep between records. A
@@ -600,7 +587,7 @@ bool stream::take_handshake(int fd, const std::uint8_t* body, std::size_t len) n
             fail_with(illegal_parameter);
             return false;
         }
-        if (!key_update_allowed(fd)) {
+        if (++run_.key_updates > max_key_updates) {
             fail_with(unexpected_message);
             return false;
         }
@@ -618,18 +605,6 @@ bool stream::take_handshake(int fd, const std::uint8_t* body, std::size_t len) n
             }
         }
     }
-    return true;
-}
-
-bool stream::key_update_allowed(int fd) noexcept {
-    // The client's acknowledgements are read only where a run of KeyUpdates begins and where it
-    // reaches the limit: a system call per few KeyUpdates, none per data record.
-    if (run_.key_updates == 0) run_acked_ = bytes_acked(fd).value_or(0);
-    if (++run_.key_updates <= max_key_updates) return true;
-    const auto acked = bytes_acked(fd);
-    if (!acked || *acked - run_acked_ < key_update_acked_bytes) return false;
-    run_.key_updates = 1; // the client read what we sent: a new run from this one
-    run_acked_ = *acked;
     return true;
 }
 

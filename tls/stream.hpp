@@ -32,17 +32,15 @@ inline constexpr std::array<std::string_view, 10> suite_names{
     "ECDHE-RSA-CHACHA20-POLY1305",  "other"};
 
 /// Records that carry nothing for the application (empty application data, warning alerts,
-/// KeyUpdates), taken in a row before the connection is closed with unexpected_message: each
-/// costs an AEAD open (a KeyUpdate three key derivations, and an answer when requested), and a
-/// peer pouring them in would hold the worker in one recv(). OpenSSL's limits for the first two
-/// (MAX_EMPTY_RECORDS; its 5th warning alert is fatal); fewer KeyUpdates, the dearest, and those
-/// counted between data either way: records received, or bytes the client acknowledged (a
-/// client may rotate keys as it reads a long download without writing a byte).
+/// KeyUpdates), taken in a row (no application data in between) before the connection is closed
+/// with unexpected_message: each costs an AEAD open (a KeyUpdate three key derivations, and an
+/// answer when requested), and a peer pouring them in would hold the worker in one recv().
+/// OpenSSL's limits for the first two (MAX_EMPTY_RECORDS; its 5th warning alert is fatal);
+/// fewer KeyUpdates, the dearest (a client rotates its keys as it writes: one between data
+/// records, rarely two).
 inline constexpr unsigned max_empty_records = 32;
 inline constexpr unsigned max_warning_alerts = 4;
 inline constexpr unsigned max_key_updates = 4;
-/// Acknowledged bytes that count as data for the KeyUpdate limit: a record's worth.
-inline constexpr std::uint32_t key_update_acked_bytes = 1 << 14;
 
 /// Which of those limits a connection reached (metrics).
 enum class noop_limit : std::uint8_t { empty_records, warning_alerts, key_updates, none };
@@ -140,15 +138,12 @@ private:
     ssize_t ssl_send(const char* buf, std::size_t n) noexcept;
     /// Handles one opened record other than application data: 1 taken, 0 a protocol error
     /// (its alert queued), -1 a fatal alert from the peer.
-    int take_record(int fd, std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept;
+    int take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept;
     /// The bytes of handshake messages in a record (KeyUpdate only): true when taken.
-    bool take_handshake(int fd, const std::uint8_t* body, std::size_t len) noexcept;
+    bool take_handshake(const std::uint8_t* body, std::size_t len) noexcept;
     /// An application data record that is empty, or ends a run of records without data: true
     /// when taken, false when it is a protocol error (its alert queued).
     bool take_quiet_data(std::size_t len) noexcept;
-    /// Whether one more KeyUpdate in this run is within max_key_updates, once the bytes the
-    /// client acknowledged since the run began (TCP_INFO) are counted as data.
-    bool key_update_allowed(int fd) noexcept;
     /// Seals a control record (alert, KeyUpdate) into the output, ahead of nothing unsent.
     bool queue(std::uint8_t type, const std::uint8_t* body, std::size_t len,
                bool key_update = false) noexcept;
@@ -193,7 +188,6 @@ private:
         bool operator==(const quiet_run&) const = default;
     };
     quiet_run run_;
-    std::uint32_t run_acked_ = 0; ///< tcpi_bytes_acked (mod 2^32) when this run's KeyUpdates began
 };
 
 } // namespace tarry::tls

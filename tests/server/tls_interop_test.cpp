@@ -495,6 +495,23 @@ TEST(TlsCurlTest, TwoUrlsShareOneConnectionOverTls13And12AndAlpnPicksHttp11) {
     EXPECT_EQ(sample(m, failures("no_alpn")), 0);
 }
 
+TEST(TlsStartupTest, TheLogSaysWhichListenersAreTls) {
+    // At the default log level (tarry_process runs it at warn), its output line-buffered.
+    scratch_dir dir("startup_log");
+    const fs::path log = dir / "out.log";
+    const std::string plain = std::to_string(free_port());
+    const std::string tls = std::to_string(free_port());
+    const command_result r = run(
+        "stdbuf -oL " + std::string(TARRY_BINARY) + " --listen 127.0.0.1:" + plain +
+        " --tls-listen 127.0.0.1:" + tls + " --tls-certificate " + q(cert("default.pem")) +
+        " --tls-certificate-key " + q(cert("default.key")) + " > " + q(log) +
+        " 2>&1 & pid=$!; for i in $(seq 200); do grep -q 'worker(s)' " + q(log) +
+        " && break; sleep 0.05; done; kill $pid; wait $pid");
+    const std::string text = slurp(log);
+    EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + tls + " (TLS)\n")) << text;
+    EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + plain + "\n")) << text;
+}
+
 TEST(TlsCurlTest, AnAlpnWithoutHttp11IsRefusedAndCounted) {
     // A client that offers only h2 is refused (no_application_protocol), as nginx does.
     tls_server t;
@@ -1597,6 +1614,9 @@ TEST(TlsTunnelTest, KeyUpdatesWhileATunnelStreamsDownLoseAndRepeatNothing) {
             wrong += static_cast<std::size_t>(
                 std::count_if(buf, buf + n, [](char ch) { return ch != 'd'; }));
             if (got >= next_update && got < total - (1 << 20)) {
+                // A byte up between KeyUpdates, as a client that rotates its keys as it writes
+                // sends them (more than a few in a row with no data is a flood, closed).
+                ASSERT_TRUE(c.write_records("u", 1));
                 ASSERT_TRUE(c.key_update(requested)) << "after " << got << " bytes";
                 ++updates;
                 next_update += 64 << 10;

@@ -786,7 +786,6 @@ TEST_F(StreamTest, KeyUpdatesUpToTheLimitThenData) {
 }
 
 TEST_F(StreamTest, KeyUpdatesPastTheLimit) {
-    // On a socket that is not TCP no acknowledgement can count as data: the limit holds.
     fails_with(run_of(l, max_key_updates + 1, handshake_record, key_update_not_requested),
                unexpected_message);
     EXPECT_EQ(l.s.limit_reached(), noop_limit::key_updates);
