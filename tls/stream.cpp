@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstddef>
 #include <cstring>
 #include <string_view>
 #include <utility>

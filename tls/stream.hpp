@@ -58,8 +58,8 @@ inline constexpr std::array<std::string_view, 3> noop_limit_names{"empty_data", 
 /// sequence numbers, not OpenSSL's kilobytes. Everything TLS 1.3 allows after the handshake is
 /// handled: KeyUpdate both ways, alerts, close_notify, records up to the size limit; the rest
 /// (post-handshake messages a server never asks for, change_cipher_spec, runs of records that
-/// carry nothing past the limits above) is answered with unexpected_message and a close. A TLS 1.2 connection keeps its OpenSSL object, buffers
-/// released while idle (SSL_MODE_RELEASE_BUFFERS).
+/// carry nothing past the limits above) is answered with unexpected_message and a close. A TLS 1.2
+/// connection keeps its OpenSSL object, buffers released while idle (SSL_MODE_RELEASE_BUFFERS).
 ///
 /// Buffers for records in and out are taken from a per-thread free list while bytes move and
 /// given back by release() when nothing is pending.

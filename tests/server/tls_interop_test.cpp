@@ -499,17 +499,16 @@ TEST(TlsStartupTest, TheLogSaysWhichListenersAreTls) {
     // At the default log level (tarry_process runs it at warn), its output line-buffered.
     scratch_dir dir("startup_log");
     const fs::path log = dir / "out.log";
-    const std::string plain = std::to_string(free_port());
-    const std::string tls = std::to_string(free_port());
-    const command_result r = run(
-        "stdbuf -oL " + std::string(TARRY_BINARY) + " --listen 127.0.0.1:" + plain +
-        " --tls-listen 127.0.0.1:" + tls + " --tls-certificate " + q(cert("default.pem")) +
+    const std::string plain_port = std::to_string(free_port());
+    const std::string tls_port = std::to_string(free_port());
+    run("stdbuf -oL " + std::string(TARRY_BINARY) + " --listen 127.0.0.1:" + plain_port +
+        " --tls-listen 127.0.0.1:" + tls_port + " --tls-certificate " + q(cert("default.pem")) +
         " --tls-certificate-key " + q(cert("default.key")) + " > " + q(log) +
         " 2>&1 & pid=$!; for i in $(seq 200); do grep -q 'worker(s)' " + q(log) +
         " && break; sleep 0.05; done; kill $pid; wait $pid");
     const std::string text = slurp(log);
-    EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + tls + " (TLS)\n")) << text;
-    EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + plain + "\n")) << text;
+    EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + tls_port + " (TLS)\n")) << text;
+    EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + plain_port + "\n")) << text;
 }
 
 TEST(TlsCurlTest, AnAlpnWithoutHttp11IsRefusedAndCounted) {
@@ -1122,8 +1121,8 @@ TEST(TlsCheckConfigTest, AMismatchedKeyExitsTwoAndAnExpiredCertificateWarns) {
                       " --tls-certificate-key " + q(cert(key + ".key")));
         EXPECT_EQ(r.status, 2) << r.output;
         EXPECT_EQ(count(r.output, "\n"), 1U) << r.output;
-        EXPECT_TRUE(r.output.starts_with("tarry: tls_certificate_key: " + cert(key + ".key").string() +
-                                         ": "))
+        EXPECT_TRUE(r.output.starts_with(
+            "tarry: tls_certificate_key: " + cert(key + ".key").string() + ": "))
             << r.output;
     }
     const run_result expired =
@@ -1184,16 +1183,15 @@ TEST(TlsCheckConfigTest, EachCertificateAndKeyErrorNamesTheSettingTheFileAndTheR
     }
     const run_result garbage = check(cert("default.pem"), cert("garbage.key"));
     EXPECT_EQ(garbage.status, 2);
-    EXPECT_TRUE(garbage.output.starts_with("tarry: tls_certificate_key: " +
-                                           cert("garbage.key").string() +
-                                           ": not a private key (no PEM PRIVATE KEY block"))
+    EXPECT_TRUE(
+        garbage.output.starts_with("tarry: tls_certificate_key: " + cert("garbage.key").string() +
+                                   ": not a private key (no PEM PRIVATE KEY block"))
         << garbage.output;
     // A [[tls]] table's keys are named by the table.
     const fs::path cfg = dir / "tarry.toml";
     write_config(cfg, "default", "default",
-                 "[[tls]]\nserver_names = [\"a.test\"]\ncertificate = \"" +
-                     cert("a.pem").string() + "\"\ncertificate_key = \"" + missing.string() +
-                     "\"\n");
+                 "[[tls]]\nserver_names = [\"a.test\"]\ncertificate = \"" + cert("a.pem").string() +
+                     "\"\ncertificate_key = \"" + missing.string() + "\"\n");
     const run_result table = run_tarry("--check-config" + listen + " --config " + q(cfg));
     EXPECT_EQ(table.status, 2);
     EXPECT_EQ(table.output,
@@ -1442,7 +1440,8 @@ TEST(TlsRecordsTest, HeaderAndBodyTimeoutsEndWithCloseNotify) {
     for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
         // (The default site refuses a POST at once, then discards the body it waits for.)
         for (const step& s :
-             {step{"silent", "", ""}, step{"part of a head", "GET / HTTP/1.1\r\nHost:", "HTTP/1.1 408 "},
+             {step{"silent", "", ""},
+              step{"part of a head", "GET / HTTP/1.1\r\nHost:", "HTTP/1.1 408 "},
               step{"part of a body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab",
                    "HTTP/1.1 405 "}}) {
             SCOPED_TRACE(s.name + (version == TLS1_3_VERSION ? " TLS 1.3" : " TLS 1.2"));

@@ -662,10 +662,9 @@ TEST_F(StreamTest, KeyUpdateFollowedByOtherBytesInItsRecord) {
 TEST_F(StreamTest, KeyUpdateSplitOverRecordsIsTaken) {
     // RFC 8446, 5.1: a handshake message may be fragmented over records (OpenSSL takes it).
     const std::uint64_t updates = stream::key_updates();
-    for (const auto& [first, rest] :
-         {std::pair{bytes{key_update_message, 0}, bytes{0, 1, 1}},
-          std::pair{bytes{key_update_message}, bytes{0, 0, 1, 0}},
-          std::pair{bytes{key_update_message, 0, 0, 1}, bytes{1}}}) {
+    for (const auto& [first, rest] : {std::pair{bytes{key_update_message, 0}, bytes{0, 1, 1}},
+                                      std::pair{bytes{key_update_message}, bytes{0, 0, 1, 0}},
+                                      std::pair{bytes{key_update_message, 0, 0, 1}, bytes{1}}}) {
         l.put_record(handshake_record, first);
         EXPECT_EQ(l.recv(1024).error, EAGAIN);
         l.put_record(handshake_record, rest);
