@@ -60,7 +60,7 @@ std::string unreadable(const std::string& path) {
 /// The start of a readable file (PEM headers are all the messages look for).
 std::string head_of(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    std::string text(64 * 1024, '\0');
+    std::string text(std::size_t{64} << 10, '\0');
     in.read(text.data(), static_cast<std::streamsize>(text.size()));
     text.resize(static_cast<std::size_t>(in.gcount()));
     return text;
