@@ -496,16 +496,17 @@ TEST(TlsCurlTest, TwoUrlsShareOneConnectionOverTls13And12AndAlpnPicksHttp11) {
 }
 
 TEST(TlsStartupTest, TheLogSaysWhichListenersAreTls) {
-    // At the default log level (tarry_process runs it at warn), its output line-buffered.
+    // At the default log level (tarry_process runs it at warn); its standard output, a file
+    // here, is flushed when it exits, so it is stopped once its TLS port answers.
     scratch_dir dir("startup_log");
     const fs::path log = dir / "out.log";
     const std::string plain_port = std::to_string(free_port());
     const std::string tls_port = std::to_string(free_port());
-    run("stdbuf -oL " + std::string(TARRY_BINARY) + " --listen 127.0.0.1:" + plain_port +
+    run(std::string(TARRY_BINARY) + " --listen 127.0.0.1:" + plain_port +
         " --tls-listen 127.0.0.1:" + tls_port + " --tls-certificate " + q(cert("default.pem")) +
         " --tls-certificate-key " + q(cert("default.key")) + " > " + q(log) +
-        " 2>&1 & pid=$!; for i in $(seq 200); do grep -q 'worker(s)' " + q(log) +
-        " && break; sleep 0.05; done; kill $pid; wait $pid");
+        " 2>&1 & pid=$!; for i in $(seq 400); do curl -sk -o /dev/null https://127.0.0.1:" +
+        tls_port + "/ && break; sleep 0.05; done; kill $pid; wait $pid");
     const std::string text = slurp(log);
     EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + tls_port + " (TLS)\n")) << text;
     EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + plain_port + "\n")) << text;
