@@ -565,7 +565,7 @@ void session::emit(std::string& out, response_head& head, std::string_view date)
 }
 
 void session::fail(unsigned status, std::string& out, std::string_view date,
-                   std::string_view received) {
+                   std::string_view received, std::string_view text) {
     if (deferred* d = deferred_answer()) {
         state_->answer = nullptr;
         d->on_abort();
@@ -577,7 +577,7 @@ void session::fail(unsigned status, std::string& out, std::string_view date,
     // After its answer went out, a request whose body turns out malformed gets no second
     // response (the client would take it for the next request's): it only closes.
     if (!r_.responding && !r_.finished) {
-        const std::string_view why = reason(status);
+        const std::string_view why = text.empty() ? reason(status) : text;
         response_head r = text_head(status, why.size() + 1);
         r.close = true;
         emit(out, r, date);

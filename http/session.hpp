@@ -98,9 +98,10 @@ public:
 
     /// Answers with an error status and closes (408 on a header or body timeout). A deferred
     /// answer in progress is aborted.
-    /// `received`: the start of the bytes that failed to make a request, for the log.
+    /// `received`: the start of the bytes that failed to make a request, for the log; `text`:
+    /// the body's line, in place of the status's reason.
     void fail(unsigned status, std::string& out, std::string_view date,
-              std::string_view received = {});
+              std::string_view received = {}, std::string_view text = {});
 
     /// Graceful stop: the next response says Connection: close; an idle session closes.
     void drain() noexcept;

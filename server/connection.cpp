@@ -443,13 +443,18 @@ bool connection::shake() {
         wait(true);
         return false;
     case tls::step::plain_http: {
-        // An HTTP request on the TLS port: answered in plain text with 400, as nginx does, and
-        // closed lingering, so the client reads the answer.
-        m.failures[static_cast<std::size_t>(tls::handshake_failure::plain_http)].add();
+        // An HTTP request on the TLS port, or bytes that are not TLS: answered in plain text
+        // with 400, as nginx does (the request with its hint), and closed lingering, so the
+        // client reads the answer.
+        const tls::handshake_failure why = s.failure();
+        m.failures[static_cast<std::size_t>(why)].add();
         drop_tls();
         readable_ = true;
         if (read_some() == read_status::failed) return false;
-        session_.fail(400, io().out, ctx_.date.value(), first_line(io()));
+        session_.fail(400, io().out, ctx_.date.value(), first_line(io()),
+                      why == tls::handshake_failure::plain_http
+                          ? "The plain HTTP request was sent to HTTPS port"
+                          : std::string_view{});
         enter(conn_phase::header, false);
         return true;
     }
@@ -691,9 +696,16 @@ void connection::close(close_reason why) noexcept {
     // The file's descriptor too, not when we are freed; and its log line, while the socket
     // (its port, its TLS version) is still there.
     if (session_.has_file()) session_.file_done();
-    close_socket(why == close_reason::done || why == close_reason::keep_alive_timeout ||
-                 why == close_reason::shutdown || why == close_reason::pressure ||
-                 why == close_reason::client_close);
+    if (why == close_reason::tls && tls_) [[unlikely]] {
+        if (const tls::stream* s = ctx_.tls.find(fd_); s != nullptr) {
+            if (const tls::noop_limit l = s->limit_reached(); l != tls::noop_limit::none)
+                ctx_.metrics.tls.noop_limits[static_cast<std::size_t>(l)].add();
+        }
+    }
+    // Every close says so on TLS (close_notify, RFC 8446, 6.1), timeouts too, but a send
+    // timeout's reset (nothing more reaches the client) and a TLS error's (its alert was the
+    // last record: the stream sends nothing after it).
+    close_socket(why != close_reason::send_timeout && why != close_reason::tls);
     const std::size_t freed = release_buffers(true);
     ctx_.date.release();
     // Counted once the descriptor is really gone, so "open" never runs ahead of the kernel.

@@ -246,6 +246,14 @@ void render_tls(std::string& out, const std::vector<worker*>& ws) {
                                                          : "other",
                        tls::suite_names[s], n);
     }
+    family(out, "tarry_tls_noop_record_closes_total", "counter",
+           "TLS 1.3 connections closed (unexpected_message) for a run of records that carry no "
+           "data past its limit, by kind.");
+    for (std::size_t k = 0; k < tls::noop_limit_names.size(); ++k)
+        fmt::format_to(std::back_inserter(out),
+                       "tarry_tls_noop_record_closes_total{{kind=\"{}\"}} {}\n",
+                       tls::noop_limit_names[k],
+                       sum(ws, [k](worker_metrics& m) { return m.tls.noop_limits[k].get(); }));
     counter_line_to(out, "tarry_tls_own_record_connections", "gauge",
                     "Open TLS 1.3 connections on tarry's own record layer (no OpenSSL object).",
                     sum(ws, [](worker_metrics& m) { return m.tls.own_records.get(); }));

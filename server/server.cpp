@@ -161,8 +161,9 @@ std::vector<boost::asio::ip::tcp::endpoint> server::endpoints() const {
 }
 
 void server::run() {
-    for (const auto& ep : endpoints())
-        spdlog::info("listening on {}", to_string(ep));
+    for (const auto& l : workers_.front()->listeners())
+        if (const auto ep = l->local_endpoint())
+            spdlog::info("listening on {}{}", to_string(*ep), l->address().tls ? " (TLS)" : "");
     for (const auto& a : cfg_.listen)
         if (!a.unix_path.empty()) spdlog::info("listening on {}", a.name());
     if (!inherited_.empty()) spdlog::info("{} listening socket(s) from systemd", inherited_.size());

@@ -15,12 +15,16 @@ std::shared_ptr<const tls::context> make_tls_context(const config& cfg,
     tls::context_settings s;
     s.http2 = cfg.http2;
     if (cfg.tls_certificate && cfg.tls_certificate_key)
-        s.certificates.push_back(
-            {{}, *cfg.tls_certificate, *cfg.tls_certificate_key, "tls_certificate"});
+        s.certificates.push_back({{},
+                                  *cfg.tls_certificate,
+                                  *cfg.tls_certificate_key,
+                                  "tls_certificate",
+                                  "tls_certificate_key"});
     for (std::size_t i = 0; i < cfg.tls.size(); ++i) {
         const tls_config& t = cfg.tls[i];
+        const std::string table = "tls[" + std::to_string(i + 1) + "]";
         s.certificates.push_back({t.server_names, t.certificate, t.certificate_key,
-                                  "tls[" + std::to_string(i + 1) + "]"});
+                                  table + ".certificate", table + ".certificate_key"});
     }
     try {
         return std::make_shared<const tls::context>(s, std::move(keys));

@@ -50,6 +50,9 @@ public:
                                                           std::shared_ptr<shared_socket> shared);
     /// The local endpoint of each TCP listener (after listen(); ports resolved).
     [[nodiscard]] std::vector<boost::asio::ip::tcp::endpoint> endpoints() const;
+    [[nodiscard]] const std::vector<std::shared_ptr<listener>>& listeners() const noexcept {
+        return listeners_;
+    }
 
     /// Before start(): the routes requests go to. Later, reload() swaps them.
     void set_router(std::shared_ptr<http::router> r);

@@ -65,6 +65,8 @@ struct worker_metrics {
         counter duration_us_sum;
         std::array<counter, tls::suite_names.size()> open; ///< open, by cipher suite
         counter own_records; ///< open on tarry's own TLS 1.3 records (no OpenSSL object)
+        /// Closed for a run of records without data past its limit, by kind (tls::noop_limit).
+        std::array<counter, tls::noop_limit_names.size()> noop_limits;
         void took(std::int64_t us) noexcept {
             duration_buckets[timeouts::bucket_of(duration_bounds_us, us)].add();
             duration_us_sum.add(us);

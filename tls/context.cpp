@@ -6,10 +6,17 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string_view>
 
 namespace tarry::tls {
@@ -24,6 +31,68 @@ std::string last_error() {
     return reason != nullptr ? reason : "error " + std::to_string(e);
 }
 
+/// The user this process reads files as, for messages: "tarry", or "uid 998".
+std::string reading_user() {
+    const uid_t uid = ::geteuid();
+    passwd pw{};
+    passwd* found = nullptr;
+    char text[1024];
+    if (::getpwuid_r(uid, &pw, text, sizeof text, &found) == 0 && found != nullptr)
+        return found->pw_name;
+    return "uid " + std::to_string(uid);
+}
+
+/// Why `path` cannot be read as a file, in words; empty when it can.
+std::string unreadable(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        const int e = errno;
+        if (e == ENOENT || e == ENOTDIR) return "missing (no such file)";
+        if (e == EACCES || e == EPERM) return "permission denied for user " + reading_user();
+        return std::strerror(e);
+    }
+    struct stat st {};
+    const bool dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    ::close(fd);
+    return dir ? "a directory, not a file" : std::string{};
+}
+
+/// The start of a readable file (PEM headers are all the messages look for).
+std::string head_of(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text(std::size_t{64} << 10, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    return text;
+}
+
+/// Why OpenSSL did not take `path` as a certificate chain, in words.
+std::string not_a_certificate(const std::string& path) {
+    const std::string openssl = last_error();
+    const std::string text = head_of(path);
+    if (text.empty()) return "not a certificate (the file is empty)";
+    const bool cert = text.find("-----BEGIN CERTIFICATE-----") != std::string::npos;
+    if (!cert && text.find("PRIVATE KEY-----") != std::string::npos)
+        return "not a certificate (it holds a private key)";
+    if (!cert) return "not a certificate (no PEM CERTIFICATE block; OpenSSL: " + openssl + ")";
+    return "not a usable certificate (OpenSSL: " + openssl + ")";
+}
+
+/// Why OpenSSL did not take `path` as a private key, in words.
+std::string not_a_key(const std::string& path) {
+    const std::string openssl = last_error();
+    const std::string text = head_of(path);
+    if (text.empty()) return "not a private key (the file is empty)";
+    const bool key = text.find("PRIVATE KEY-----") != std::string::npos;
+    if (text.find("ENCRYPTED PRIVATE KEY-----") != std::string::npos ||
+        text.find("Proc-Type: 4,ENCRYPTED") != std::string::npos)
+        return "an encrypted private key (tarry reads keys without a passphrase)";
+    if (!key && text.find("-----BEGIN CERTIFICATE-----") != std::string::npos)
+        return "not a private key (it holds a certificate)";
+    if (!key) return "not a private key (no PEM PRIVATE KEY block; OpenSSL: " + openssl + ")";
+    return "not a usable private key (OpenSSL: " + openssl + ")";
+}
+
 std::string lower(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -32,8 +101,10 @@ std::string lower(std::string s) {
 
 int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
                 unsigned inlen, void*) {
-    // HTTP/1.1 only: a client that offers ALPN without it is refused (no_application_protocol),
-    // as nginx does; a client that offers none gets HTTP/1.1 all the same.
+    // HTTP/1.1, or HTTP/1.0 from a client that offers only it (served as HTTP/1.1's older
+    // sibling, as nginx does); a client that offers ALPN without either is refused
+    // (no_application_protocol), as nginx does; a client that offers none gets HTTP/1.1.
+    const unsigned char* older = nullptr;
     for (unsigned i = 0; i < inlen;) {
         const unsigned len = in[i];
         if (i + 1 + len > inlen) break;
@@ -42,9 +113,13 @@ int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const un
             *outlen = 8;
             return SSL_TLSEXT_ERR_OK;
         }
+        if (len == 8 && std::memcmp(in + i + 1, "http/1.0", 8) == 0) older = in + i + 1;
         i += 1 + len;
     }
-    return SSL_TLSEXT_ERR_ALERT_FATAL;
+    if (older == nullptr) return SSL_TLSEXT_ERR_ALERT_FATAL;
+    *out = older;
+    *outlen = 8;
+    return SSL_TLSEXT_ERR_OK;
 }
 
 /// With HTTP/2 on: h2 if the client offers it (anywhere in its list: the server's preference
@@ -127,20 +202,37 @@ context::~context() {
 }
 
 SSL_CTX* context::load(const certificate_files& files) {
+    const std::string cert = files.certificate.string();
+    const std::string key = files.key.string();
+    // Files that cannot be read are told apart before OpenSSL's "system lib".
+    if (const std::string why = unreadable(cert); !why.empty())
+        throw error(files.certificate_setting + ": " + cert + ": " + why);
+    if (const std::string why = unreadable(key); !why.empty())
+        throw error(files.key_setting + ": " + key + ": " + why);
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-    if (ctx == nullptr) throw error(files.origin + ": " + last_error());
+    if (ctx == nullptr) throw error(files.certificate_setting + ": " + last_error());
     const auto fail = [&](const std::string& what) {
         SSL_CTX_free(ctx);
         throw error(what);
     };
-    const std::string cert = files.certificate.string();
-    const std::string key = files.key.string();
+    // An encrypted key is refused, never asked for a passphrase on a terminal.
+    SSL_CTX_set_default_passwd_cb(ctx, [](char*, int, int, void*) { return 0; });
     if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1)
-        fail(files.origin + ": cannot use the certificate " + cert + ": " + last_error());
-    if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1)
-        fail(files.origin + ": cannot use the key " + key + ": " + last_error());
-    if (SSL_CTX_check_private_key(ctx) != 1)
-        fail(files.origin + ": the key " + key + " does not match the certificate " + cert);
+        fail(files.certificate_setting + ": " + cert + ": " + not_a_certificate(cert));
+    const std::string mismatch = ": the key does not match the certificate " + cert;
+    if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+        // (OpenSSL checks the key against the certificate as it takes it.)
+        const unsigned long e = ERR_peek_last_error();
+        if (ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH) {
+            ERR_clear_error();
+            fail(files.key_setting + ": " + key + mismatch);
+        }
+        fail(files.key_setting + ": " + key + ": " + not_a_key(key));
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        ERR_clear_error();
+        fail(files.key_setting + ": " + key + mismatch);
+    }
     if (X509* x = SSL_CTX_get0_certificate(ctx); x != nullptr) {
         const ASN1_TIME* not_after = X509_get0_notAfter(x);
         if (X509_cmp_current_time(not_after) < 0) {
@@ -152,7 +244,8 @@ SSL_CTX* context::load(const certificate_files& files) {
                 when.assign(p, static_cast<std::size_t>(n));
                 BIO_free(b);
             }
-            warnings_.push_back(files.origin + ": the certificate " + cert + " expired on " + when);
+            warnings_.push_back(files.certificate_setting + ": the certificate " + cert +
+                                " expired on " + when);
         }
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
@@ -178,7 +271,8 @@ SSL_CTX* context::load(const certificate_files& files) {
 
 SSL_CTX* context::for_name(const char* name) const noexcept {
     try {
-        const std::string n = lower(name);
+        std::string n = lower(name);
+        if (!n.empty() && n.back() == '.') n.pop_back(); // "example.com." is example.com
         for (const named& e : names_)
             if (e.name == n) return e.ctx;
         const auto dot = n.find('.');

@@ -18,7 +18,10 @@ struct certificate_files {
     std::vector<std::string> names; ///< "example.com", "*.example.com"; empty: the default only
     std::filesystem::path certificate;
     std::filesystem::path key;
-    std::string origin; ///< where it was configured, for messages ("tls_certificate")
+    /// The settings that name them, for messages: "tls_certificate" and "tls_certificate_key",
+    /// or "tls[2].certificate" and "tls[2].certificate_key".
+    std::string certificate_setting;
+    std::string key_setting;
 };
 
 /// The Mozilla "intermediate" profile's TLS 1.2 suites (those with forward secrecy and an
@@ -39,7 +42,8 @@ struct context_settings {
 /// available), which sendfile through TLS needs. Read once.
 bool kernel_tls_available() noexcept;
 
-/// A certificate or key that cannot be used: one line naming the file and the key.
+/// A certificate or key that cannot be used: one line naming the setting, the file and the reason
+/// in words ("tls_certificate_key: /etc/k.pem: permission denied for user tarry").
 class error : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
@@ -63,7 +67,8 @@ public:
     [[nodiscard]] const std::vector<std::string>& warnings() const noexcept { return warnings_; }
     [[nodiscard]] ticket_keys& keys() const noexcept { return *keys_; }
 
-    /// The SSL_CTX for a server name (SNI): an exact name, then a wildcard, then the default.
+    /// The SSL_CTX for a server name (SNI): an exact name, then a wildcard, then the default. A
+    /// trailing dot (a fully qualified "example.com.") is ignored, as nginx does.
     [[nodiscard]] SSL_CTX* for_name(const char* name) const noexcept;
 
 private:

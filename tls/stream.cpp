@@ -312,7 +312,8 @@ step stream::handshake(int fd) noexcept {
     if (ssl_ == nullptr || !hs_) return step::failed;
     if (!started_) {
         // A TLS client's first byte is a handshake record's type (22). Anything else is not
-        // TLS; letters are someone's HTTP request, which nginx answers with 400 too.
+        // TLS: as nginx does, bytes are handed to HTTP (answered 400), but an SSLv2 hello's
+        // (the high bit); letters are someone's HTTP request, told of its mistake.
         unsigned char first = 0;
         const ssize_t n = ::recv(fd, &first, 1, MSG_PEEK);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -322,8 +323,9 @@ step stream::handshake(int fd) noexcept {
             return step::failed;
         }
         if (first != handshake_record) {
-            failure_ = handshake_failure::not_tls;
-            return (first >= 'A' && first <= 'Z') ? step::plain_http : step::failed;
+            failure_ = first >= 'A' && first <= 'Z' ? handshake_failure::plain_http
+                                                    : handshake_failure::not_tls;
+            return first < 0x80 ? step::plain_http : step::failed;
         }
         started_ = true;
         SSL_set_msg_callback(ssl_, on_record);
@@ -445,6 +447,10 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
                 }
                 std::uint8_t* body = rec + record_header_bytes;
                 if (opened->type == application_data) {
+                    if (opened->length == 0 || run_ != quiet_run{}) [[unlikely]] {
+                        if (!take_quiet_data(opened->length)) break;
+                        if (opened->length == 0) continue;
+                    }
                     b.plain_off = static_cast<std::size_t>(body - b.in);
                     b.plain_len = opened->length;
                     continue;
@@ -505,9 +511,29 @@ ssize_t stream::fail_recv(int err, std::size_t got) noexcept {
     return -1;
 }
 
+bool stream::take_quiet_data(std::size_t len) noexcept {
+    if (run_.key_update_part != 0) {
+        // RFC 8446, 5.1: nothing comes between the fragments of a handshake message.
+        fail_with(unexpected_message);
+        return false;
+    }
+    if (len != 0) {
+        run_ = {}; // data: the run of records without it is over
+        return true;
+    }
+    if (++run_.empty_records > max_empty_records) {
+        fail_with(unexpected_message);
+        return false;
+    }
+    return true;
+}
+
 int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
-    if (len == 0 && type != application_data) {
-        fail_with(unexpected_message); // RFC 8446, 5.4: only data records may be empty
+    if ((len == 0 && type != application_data) ||
+        (run_.key_update_part != 0 && type != handshake_record)) {
+        // RFC 8446, 5.4: only data records may be empty; 5.1: nothing comes between the
+        // fragments of a handshake message.
+        fail_with(unexpected_message);
         return 0;
     }
     if (type == alert) {
@@ -519,56 +545,73 @@ int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) 
             peer_closed_ = true;
             return 1;
         }
-        if (body[1] == user_canceled) return 1; // a close_notify follows
-        return -1;                              // every other alert is fatal in TLS 1.3
+        if (body[1] != user_canceled) return -1; // every other alert is fatal in TLS 1.3
+        // A close_notify follows; a run of them is a peer keeping us busy.
+        if (++run_.warning_alerts > max_warning_alerts) {
+            fail_with(unexpected_message);
+            return 0;
+        }
+        return 1;
     }
     if (type != handshake_record) {
         fail_with(unexpected_message);
         return 0;
     }
+    return take_handshake(body, len) ? 1 : 0;
+}
+
+bool stream::take_handshake(const std::uint8_t* body, std::size_t len) noexcept {
     // Handshake messages after the handshake: only KeyUpdate is ours to take (a server never
-    // asks for the others). A KeyUpdate ends its record: the next one uses the new key.
-    for (std::size_t i = 0; i < len;) {
-        if (len - i < 4) {
-            fail_with(unexpected_message); // a message split over records: not for KeyUpdate
-            return 0;
+    // asks for the others). Its five bytes may come split over records (RFC 8446, 5.1); all
+    // but the last are fixed, so how many came is all there is to keep between records. A
+    // KeyUpdate ends its record: the next one uses the new key.
+    static constexpr std::uint8_t head[4] = {key_update_type, 0, 0, 1}; // a 1-byte body
+    for (std::size_t i = 0; i < len; ++i) {
+        const std::uint8_t c = body[i];
+        if (run_.key_update_part < sizeof head) {
+            if (c != head[run_.key_update_part]) {
+                // Another message (unexpected), or a KeyUpdate whose length is not 1.
+                fail_with(run_.key_update_part == 0 ? unexpected_message : decode_error);
+                return false;
+            }
+            ++run_.key_update_part;
+            continue;
         }
-        const std::uint8_t msg = body[i];
-        const std::size_t msg_len =
-            std::size_t{body[i + 1]} << 16 | std::size_t{body[i + 2]} << 8 | body[i + 3];
-        if (msg != key_update_type) {
-            fail_with(unexpected_message);
-            return 0;
-        }
-        if (msg_len != 1 || i + 4 + msg_len > len) {
-            fail_with(decode_error);
-            return 0;
-        }
-        if (i + 4 + msg_len != len) {
+        run_.key_update_part = 0;
+        if (i + 1 != len) {
             fail_with(unexpected_message); // a key change ends its record
-            return 0;
+            return false;
         }
-        const std::uint8_t requested = body[i + 4];
-        if (requested > 1) {
+        if (c > 1) {
             fail_with(illegal_parameter);
-            return 0;
+            return false;
+        }
+        if (++run_.key_updates > max_key_updates) {
+            fail_with(unexpected_message);
+            return false;
         }
         if (!read_.update()) {
             fail_with(internal_error);
-            return 0;
+            return false;
         }
         ++key_updates_seen;
         // Ours goes out before any more application data, sealed under the old key; several
         // requests while one of ours still waits are answered by that one (RFC 8446, 4.6.3).
-        if (requested == 1 && !(buf_ && buf_->key_update_waiting)) {
+        if (c == 1 && !(buf_ && buf_->key_update_waiting)) {
             if (!queue_key_update()) {
                 fail_with(internal_error);
-                return 0;
+                return false;
             }
         }
-        i += 4 + msg_len;
     }
-    return 1;
+    return true;
+}
+
+noop_limit stream::limit_reached() const noexcept {
+    if (run_.empty_records > max_empty_records) return noop_limit::empty_records;
+    if (run_.warning_alerts > max_warning_alerts) return noop_limit::warning_alerts;
+    if (run_.key_updates > max_key_updates) return noop_limit::key_updates;
+    return noop_limit::none;
 }
 
 // --- Records out -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,7 +17,9 @@ typedef struct ssl_st SSL;
 
 namespace tarry::tls {
 
-/// What a step of the handshake needs next.
+/// What a step of the handshake needs next. plain_http: the bytes are not TLS, to be answered
+/// in plain HTTP (400), failure() saying whether they begin an HTTP request (plain_http) or not
+/// (not_tls).
 enum class step : std::uint8_t { done, want_read, want_write, failed, plain_http };
 
 /// The cipher suites a connection can be counted under (metrics): TLS 1.3's three, the
@@ -28,6 +31,22 @@ inline constexpr std::array<std::string_view, 10> suite_names{
     "ECDHE-RSA-AES256-GCM-SHA384",  "ECDHE-ECDSA-CHACHA20-POLY1305",
     "ECDHE-RSA-CHACHA20-POLY1305",  "other"};
 
+/// Records that carry nothing for the application (empty application data, warning alerts,
+/// KeyUpdates), taken in a row (no application data in between) before the connection is closed
+/// with unexpected_message: each costs an AEAD open (a KeyUpdate three key derivations, and an
+/// answer when requested), and a peer pouring them in would hold the worker in one recv().
+/// OpenSSL's limits for the first two (MAX_EMPTY_RECORDS; its 5th warning alert is fatal);
+/// fewer KeyUpdates, the dearest (a client rotates its keys as it writes: one between data
+/// records, rarely two).
+inline constexpr unsigned max_empty_records = 32;
+inline constexpr unsigned max_warning_alerts = 4;
+inline constexpr unsigned max_key_updates = 4;
+
+/// Which of those limits a connection reached (metrics).
+enum class noop_limit : std::uint8_t { empty_records, warning_alerts, key_updates, none };
+inline constexpr std::array<std::string_view, 3> noop_limit_names{"empty_data", "warning_alert",
+                                                                  "key_update"};
+
 /// One client's TLS, driven on its non-blocking socket by the connection's own readiness
 /// edges, with the socket calls' contract: recv() and send() return bytes, 0 at the end, or -1
 /// with errno (EAGAIN: wait for the next edge).
@@ -38,9 +57,9 @@ inline constexpr std::array<std::string_view, 10> suite_names{
 /// opened here (record_protection), so an idle connection keeps two secrets, two keys and two
 /// sequence numbers, not OpenSSL's kilobytes. Everything TLS 1.3 allows after the handshake is
 /// handled: KeyUpdate both ways, alerts, close_notify, records up to the size limit; the rest
-/// (post-handshake messages a server never asks for, change_cipher_spec) is answered with
-/// unexpected_message and a close. A TLS 1.2 connection keeps its OpenSSL object, buffers
-/// released while idle (SSL_MODE_RELEASE_BUFFERS).
+/// (post-handshake messages a server never asks for, change_cipher_spec, runs of records that
+/// carry nothing past the limits above) is answered with unexpected_message and a close. A TLS 1.2
+/// connection keeps its OpenSSL object, buffers released while idle (SSL_MODE_RELEASE_BUFFERS).
 ///
 /// Buffers for records in and out are taken from a per-thread free list while bytes move and
 /// given back by release() when nothing is pending.
@@ -68,6 +87,8 @@ public:
     [[nodiscard]] bool h2() const noexcept { return h2_; }
     /// Whether the records are tarry's own (TLS 1.3), not an OpenSSL object's.
     [[nodiscard]] bool own_records() const noexcept { return ssl_ == nullptr; }
+    /// The limit on records without data this connection went past (its recv() failed, EPROTO).
+    [[nodiscard]] noop_limit limit_reached() const noexcept;
 
     /// Up to `n` bytes of plaintext. Returns short only once the socket said EAGAIN (or the
     /// peer ended): an edge-triggered caller may wait for the next edge. A protocol error is
@@ -118,6 +139,11 @@ private:
     /// Handles one opened record other than application data: 1 taken, 0 a protocol error
     /// (its alert queued), -1 a fatal alert from the peer.
     int take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept;
+    /// The bytes of handshake messages in a record (KeyUpdate only): true when taken.
+    bool take_handshake(const std::uint8_t* body, std::size_t len) noexcept;
+    /// An application data record that is empty, or ends a run of records without data: true
+    /// when taken, false when it is a protocol error (its alert queued).
+    bool take_quiet_data(std::size_t len) noexcept;
     /// Seals a control record (alert, KeyUpdate) into the output, ahead of nothing unsent.
     bool queue(std::uint8_t type, const std::uint8_t* body, std::size_t len,
                bool key_update = false) noexcept;
@@ -152,6 +178,16 @@ private:
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
     bool ssl_ended_ = false;   ///< OpenSSL's read ended behind bytes returned (ssl_recv)
     bool h2_ = false;          ///< ALPN chose h2
+    /// Records without application data since the last that carried some (the limits above),
+    /// and the bytes of a KeyUpdate split over records seen so far.
+    struct quiet_run {
+        std::uint8_t empty_records = 0;
+        std::uint8_t warning_alerts = 0;
+        std::uint8_t key_updates = 0;
+        std::uint8_t key_update_part = 0; ///< of its 5 bytes (4 fixed, then request_update)
+        bool operator==(const quiet_run&) const = default;
+    };
+    quiet_run run_;
 };
 
 } // namespace tarry::tls

@@ -3,6 +3,7 @@
 // what no client does on purpose (stalls, resets, plain HTTP, forged records). Certificates are
 // made at test time by tls/make_certs.sh (no private key is committed).
 #include "tarry_process.hpp"
+#include "tls/reference.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,8 @@
 #include <openssl/ssl.h>
 
 #include <netinet/tcp.h>
+
+#include <tarry/tls/record_protection.hpp>
 
 #include <algorithm>
 #include <csignal>
@@ -236,6 +239,9 @@ public:
         SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
         static const unsigned char alpn[] = "\x08http/1.1";
         SSL_CTX_set_alpn_protos(ctx_, alpn, sizeof alpn - 1);
+        SSL_CTX_set_keylog_callback(ctx_, [](const SSL* ssl, const char* line) {
+            static_cast<ossl_client*>(SSL_get_app_data(ssl))->keylog_ += line + std::string("\n");
+        });
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
         const timeval tv{5, 0};
         ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -249,6 +255,7 @@ public:
             return;
         }
         ssl_ = SSL_new(ctx_);
+        SSL_set_app_data(ssl_, this);
         SSL_set_fd(ssl_, fd_);
         SSL_set_tlsext_host_name(ssl_, "localhost");
         SSL_set1_host(ssl_, "localhost");
@@ -349,6 +356,21 @@ public:
         return text;
     }
 
+    /// A TLS 1.3 writer of records of our own after the handshake, as OpenSSL's would be (the
+    /// client's application traffic secret, sequence 0): for records no API makes (empty ones,
+    /// alerts). OpenSSL's writing must not be used after it.
+    std::optional<tls::record_protection> own_writer() const {
+        const auto at = keylog_.find("CLIENT_TRAFFIC_SECRET_0 ");
+        const auto suite = tls::aead_of_suite(
+            static_cast<std::uint16_t>(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(ssl_))));
+        if (at == std::string::npos || !suite) return std::nullopt;
+        const std::string line = keylog_.substr(at, keylog_.find('\n', at) - at);
+        const tls::test::bytes secret = tls::test::hex(line.substr(line.rfind(' ') + 1));
+        tls::record_protection w;
+        if (!w.init(*suite, secret)) return std::nullopt;
+        return w;
+    }
+
     /// Sends close_notify (the end of this side's output; it may still read).
     bool send_close_notify() { return SSL_shutdown(ssl_) >= 0; }
     /// TCP_CORK on or off: records written while it is on leave together, in one segment.
@@ -381,6 +403,7 @@ private:
     int fd_ = -1;
     bool connected_ = false;
     std::string error_;
+    std::string keylog_; ///< the key log lines of the handshake (own_writer)
 };
 
 /// A real TLS 1.3 ClientHello (from OpenSSL's client, for "localhost"), as one record.
@@ -472,6 +495,23 @@ TEST(TlsCurlTest, TwoUrlsShareOneConnectionOverTls13And12AndAlpnPicksHttp11) {
     EXPECT_EQ(sample(m, failures("no_alpn")), 0);
 }
 
+TEST(TlsStartupTest, TheLogSaysWhichListenersAreTls) {
+    // At the default log level (tarry_process runs it at warn); its standard output, a file
+    // here, is flushed when it exits, so it is stopped once its TLS port answers.
+    scratch_dir dir("startup_log");
+    const fs::path log = dir / "out.log";
+    const std::string plain_port = std::to_string(free_port());
+    const std::string tls_port = std::to_string(free_port());
+    run(std::string(TARRY_BINARY) + " --listen 127.0.0.1:" + plain_port +
+        " --tls-listen 127.0.0.1:" + tls_port + " --tls-certificate " + q(cert("default.pem")) +
+        " --tls-certificate-key " + q(cert("default.key")) + " > " + q(log) +
+        " 2>&1 & pid=$!; for i in $(seq 400); do curl -sk -o /dev/null https://127.0.0.1:" +
+        tls_port + "/ && break; sleep 0.05; done; kill $pid; wait $pid");
+    const std::string text = slurp(log);
+    EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + tls_port + " (TLS)\n")) << text;
+    EXPECT_TRUE(has(text, "listening on 127.0.0.1:" + plain_port + "\n")) << text;
+}
+
 TEST(TlsCurlTest, AnAlpnWithoutHttp11IsRefusedAndCounted) {
     // A client that offers only h2 is refused (no_application_protocol), as nginx does.
     tls_server t;
@@ -480,6 +520,21 @@ TEST(TlsCurlTest, AnAlpnWithoutHttp11IsRefusedAndCounted) {
     EXPECT_TRUE(has(r.output, "no application protocol")) << r.output;
     EXPECT_EQ(t.await(failures("no_alpn"), 1), 1) << t.metrics();
     EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+}
+
+TEST(TlsCurlTest, AnAlpnOfOnlyHttp10IsServed) {
+    // HTTP/1.1's older sibling, as nginx serves it; h2 with it still picks http/1.1's place.
+    tls_server t;
+    for (const std::string alpn : {"http/1.0", "h2,http/1.0"}) {
+        SCOPED_TRACE(alpn);
+        const command_result r =
+            run("printf 'GET / HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' | timeout 20 openssl "
+                "s_client -connect 127.0.0.1:" +
+                t.port_text() + " -alpn " + alpn + " -ign_eof 2>&1");
+        EXPECT_TRUE(has(r.output, "ALPN protocol: http/1.0")) << r.output;
+        EXPECT_TRUE(has(r.output, " 200 OK")) << r.output;
+    }
+    EXPECT_EQ(t.metric(failures("no_alpn")), 0) << t.metrics();
 }
 
 TEST(TlsMetricsTest, OpenConnectionsAreCountedByVersionAndCipherUntilTheyClose) {
@@ -862,6 +917,8 @@ TEST(TlsPlainHttpTest, AnHttpRequestGetsAReadable400AndAnOrderlyClose) {
         ASSERT_TRUE(c.send(sent));
         const auto [got, fin] = read_to_end(c.fd());
         EXPECT_TRUE(got.starts_with("HTTP/1.1 400 Bad Request\r\n")) << got;
+        EXPECT_TRUE(got.ends_with("\r\n\r\nThe plain HTTP request was sent to HTTPS port\n"))
+            << "nginx's hint: " << got;
         EXPECT_TRUE(fin) << "an end, not a reset: " << got;
         EXPECT_EQ(count(got, "HTTP/1.1 "), 1U) << got;
         EXPECT_EQ(t.await(failures("plain_http"), ++n), n) << t.metrics();
@@ -870,13 +927,22 @@ TEST(TlsPlainHttpTest, AnHttpRequestGetsAReadable400AndAnOrderlyClose) {
     const command_result r =
         run("timeout 20 curl -sS -w ' %{response_code}' http://127.0.0.1:" + t.port_text() + "/");
     EXPECT_TRUE(r.output.ends_with(" 400")) << r.output;
-    // Bytes that are neither TLS nor HTTP are closed unanswered.
+    // Bytes that are neither TLS nor a request are answered 400 too, as nginx's parser does,
+    // without the hint.
     test_client junk(t.port());
-    ASSERT_TRUE(junk.send(std::string("\x00\x01\x02\x03garbage", 11)));
+    ASSERT_TRUE(junk.send(std::string("\x00\x01\x02\x03garbage\r\n\r\n", 15)));
     const auto [junk_got, junk_fin] = read_to_end(junk.fd());
-    // A reset is fine here: the bytes were never read, and no answer was due.
-    EXPECT_TRUE(junk_got.empty() || junk_got.starts_with("[recv: ")) << junk_got;
+    EXPECT_TRUE(junk_got.starts_with("HTTP/1.1 400 Bad Request\r\n")) << junk_got;
+    EXPECT_TRUE(junk_got.ends_with("\r\n\r\nBad Request\n")) << junk_got;
+    EXPECT_TRUE(junk_fin) << junk_got;
     EXPECT_EQ(t.await(failures("not_tls"), 1), 1) << t.metrics();
+    // An SSLv2-style hello (the high bit) is closed unanswered.
+    test_client v2(t.port());
+    ASSERT_TRUE(v2.send(std::string("\x80\x2e\x01\x00\x02", 5)));
+    const auto [v2_got, v2_fin] = read_to_end(v2.fd());
+    // A reset is fine here: the bytes were never read, and no answer was due.
+    EXPECT_TRUE(v2_got.empty() || v2_got.starts_with("[recv: ")) << v2_got;
+    EXPECT_EQ(t.await(failures("not_tls"), 2), 2) << t.metrics();
     EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
 }
 
@@ -990,7 +1056,9 @@ TEST(TlsSniTest, EachNameGetsItsCertificateAndOthersTheDefault) {
     tls_server t({"--config", cfg.string()}, false);
     for (const auto& [name, cn] : std::vector<std::pair<std::string, std::string>>{
              {"a.test", "a.test"},
-             {"A.Test", "a.test"}, // names are case-insensitive
+             {"A.Test", "a.test"},  // names are case-insensitive
+             {"a.test.", "a.test"}, // a trailing dot ignored, as nginx does
+             {"x.b.test.", "b.test"},
              {"b.test", "b.test"},
              {"x.b.test", "b.test"},          // the wildcard, one label
              {"y.x.b.test", "tarry-default"}, // not two
@@ -1054,8 +1122,9 @@ TEST(TlsCheckConfigTest, AMismatchedKeyExitsTwoAndAnExpiredCertificateWarns) {
                       " --tls-certificate-key " + q(cert(key + ".key")));
         EXPECT_EQ(r.status, 2) << r.output;
         EXPECT_EQ(count(r.output, "\n"), 1U) << r.output;
-        EXPECT_TRUE(r.output.starts_with("tarry: tls_certificate: ")) << r.output;
-        EXPECT_TRUE(has(r.output, key + ".key")) << r.output;
+        EXPECT_TRUE(r.output.starts_with(
+            "tarry: tls_certificate_key: " + cert(key + ".key").string() + ": "))
+            << r.output;
     }
     const run_result expired =
         run_tarry("--check-config " + listen + " --tls-certificate " + q(cert("expired.pem")) +
@@ -1070,6 +1139,64 @@ TEST(TlsCheckConfigTest, AMismatchedKeyExitsTwoAndAnExpiredCertificateWarns) {
                   " --tls-certificate-key " + q(cert("default.key")));
     EXPECT_EQ(good.status, 0) << good.output;
     EXPECT_FALSE(has(good.output, "warning")) << good.output;
+}
+
+TEST(TlsCheckConfigTest, EachCertificateAndKeyErrorNamesTheSettingTheFileAndTheReason) {
+    scratch_dir dir("cert_errors");
+    const fs::path missing = dir / "missing.key";
+    // Readable by root only, as certbot leaves its keys: tarry runs as nobody here.
+    const fs::path root_only = dir / "root-only.key";
+    fs::copy_file(cert("default.key"), root_only);
+    fs::permissions(root_only, fs::perms::owner_read);
+    fs::permissions(dir.path(),
+                    fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    const std::string as_nobody = ::geteuid() == 0 ? "setpriv --reuid=nobody --regid=nogroup "
+                                                     "--clear-groups "
+                                                   : "";
+    const std::string user = ::geteuid() == 0 ? "nobody" : std::string(::getenv("USER"));
+    const std::string listen = " --listen 127.0.0.1:" + std::to_string(free_port()) +
+                               " --tls-listen 127.0.0.1:" + std::to_string(free_port());
+    const auto check = [&](const fs::path& c, const fs::path& k, const std::string& runner = {}) {
+        return run_shell(runner + TARRY_BINARY + " --check-config" + listen +
+                         " --tls-certificate " + q(c) + " --tls-certificate-key " + q(k));
+    };
+    const std::string pem = cert("default.pem").string();
+    const std::string key = cert("default.key").string();
+    for (const auto& [r, line] : std::vector<std::pair<run_result, std::string>>{
+             {check(cert("default.pem"), missing),
+              "tls_certificate_key: " + missing.string() + ": missing (no such file)"},
+             {check(missing, cert("default.key")),
+              "tls_certificate: " + missing.string() + ": missing (no such file)"},
+             {check(cert("default.pem"), root_only, as_nobody),
+              "tls_certificate_key: " + root_only.string() + ": permission denied for user " +
+                  user},
+             {check(cert("default.pem"), cert("default.pem")),
+              "tls_certificate_key: " + pem + ": not a private key (it holds a certificate)"},
+             {check(cert("default.key"), cert("default.key")),
+              "tls_certificate: " + key + ": not a certificate (it holds a private key)"},
+             {check(cert("default.pem"), cert("other.key")),
+              "tls_certificate_key: " + cert("other.key").string() +
+                  ": the key does not match the certificate " + pem},
+             {check(cert("default.pem"), dir.path()),
+              "tls_certificate_key: " + dir.path().string() + ": a directory, not a file"}}) {
+        EXPECT_EQ(r.status, 2) << r.output;
+        EXPECT_EQ(r.output, "tarry: " + line + "\n");
+    }
+    const run_result garbage = check(cert("default.pem"), cert("garbage.key"));
+    EXPECT_EQ(garbage.status, 2);
+    EXPECT_TRUE(
+        garbage.output.starts_with("tarry: tls_certificate_key: " + cert("garbage.key").string() +
+                                   ": not a private key (no PEM PRIVATE KEY block"))
+        << garbage.output;
+    // A [[tls]] table's keys are named by the table.
+    const fs::path cfg = dir / "tarry.toml";
+    write_config(cfg, "default", "default",
+                 "[[tls]]\nserver_names = [\"a.test\"]\ncertificate = \"" + cert("a.pem").string() +
+                     "\"\ncertificate_key = \"" + missing.string() + "\"\n");
+    const run_result table = run_tarry("--check-config" + listen + " --config " + q(cfg));
+    EXPECT_EQ(table.status, 2);
+    EXPECT_EQ(table.output,
+              "tarry: tls[1].certificate_key: " + missing.string() + ": missing (no such file)\n");
 }
 
 // --- 13. Pressure: silent handshakes at the connection limit -------------------------------------
@@ -1209,6 +1336,137 @@ TEST(TlsForgedRecordTest, ABadMacAfterATls12HandshakeGetsAnAlertAndAClose) {
     EXPECT_EQ(reason, SSL_AD_REASON_OFFSET + SSL_AD_BAD_RECORD_MAC) << failure;
     EXPECT_TRUE(c.socket_ends());
     EXPECT_EQ(t.await(closes("tls"), 1), 1) << t.metrics();
+}
+
+// --- 15b. Floods of records that carry nothing ---------------------------------------------------
+
+std::string noop_closes(const std::string& kind) {
+    return "tarry_tls_noop_record_closes_total{kind=\"" + kind + "\"}";
+}
+
+TEST(TlsNoopRecordTest, EachFloodIsClosedWithUnexpectedMessageAndAnotherClientIsServed) {
+    // A client pours records that carry no data (empty application data, user_canceled
+    // alerts, KeyUpdates) right after its handshake; another client on the same worker sends
+    // an ordinary request behind the flood. The flood ends with unexpected_message and is
+    // counted by kind; the other client is answered.
+    tls_server t({"--workers", "1"});
+    const tls::test::bytes key_update{24, 0, 0, 1, 0};
+    struct flood {
+        std::string kind;
+        std::uint8_t type;
+        tls::test::bytes body;
+    };
+    int n = 0;
+    for (const flood& f : {flood{"empty_data", tls::application_data, {}},
+                           flood{"warning_alert", tls::alert, {1, 90}},
+                           flood{"key_update", tls::handshake_record, key_update}}) {
+        SCOPED_TRACE(f.kind);
+        ossl_client other(t.port(), TLS1_3_VERSION);
+        ASSERT_TRUE(other.connected()) << other.error();
+        ossl_client c(t.port(), TLS1_3_VERSION);
+        ASSERT_TRUE(c.connected()) << c.error();
+        auto w = c.own_writer();
+        ASSERT_TRUE(w);
+        std::string wire;
+        for (int i = 0; i < 20000; ++i) {
+            std::string rec(f.body.size() + tls::record_overhead, '\0');
+            rec.resize(w->seal(f.type, f.body.data(), f.body.size(),
+                               reinterpret_cast<std::uint8_t*>(rec.data())));
+            wire += rec;
+            if (f.type == tls::handshake_record) {
+                ASSERT_TRUE(w->update());
+            }
+        }
+        // The server closes partway: the rest of the flood meets a reset.
+        [[maybe_unused]] const ssize_t sent =
+            ::send(c.fd(), wire.data(), wire.size(), MSG_NOSIGNAL);
+        EXPECT_TRUE(other.get("/behind").starts_with("HTTP/1.1 200 OK"));
+        int reason = 0;
+        std::string failure;
+        for (int i = 0; i < 10 && reason == 0; ++i) // the session tickets come first
+            failure = c.read_failure(reason);
+        EXPECT_EQ(reason, SSL_AD_REASON_OFFSET + SSL_AD_UNEXPECTED_MESSAGE)
+            << "the client read: " << failure;
+        EXPECT_EQ(t.await(noop_closes(f.kind), 1), 1) << t.metrics();
+        EXPECT_EQ(t.await(closes("tls"), ++n), n);
+    }
+    const std::string m = t.metrics();
+    for (const std::string kind : {"empty_data", "warning_alert", "key_update"})
+        EXPECT_EQ(sample(m, noop_closes(kind)), 1) << m;
+    EXPECT_TRUE(t.alive());
+}
+
+TEST(TlsNoopRecordTest, AKeyUpdateSplitOverTwoRecordsIsTaken) {
+    // RFC 8446, 5.1 (OpenSSL's client does not split it, so the records are made here).
+    tls_server t({"--workers", "1"});
+    ossl_client c(t.port(), TLS1_3_VERSION);
+    ASSERT_TRUE(c.connected()) << c.error();
+    auto w = c.own_writer();
+    ASSERT_TRUE(w);
+    const auto seal = [&](std::uint8_t type, const std::string& body) {
+        std::string rec(body.size() + tls::record_overhead, '\0');
+        rec.resize(w->seal(type, reinterpret_cast<const std::uint8_t*>(body.data()), body.size(),
+                           reinterpret_cast<std::uint8_t*>(rec.data())));
+        return rec;
+    };
+    std::string wire = seal(tls::handshake_record, std::string("\x18\x00", 2));
+    wire += seal(tls::handshake_record, std::string("\x00\x01\x00", 3));
+    ASSERT_TRUE(w->update());
+    wire += seal(tls::application_data,
+                 "GET /after HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    ASSERT_EQ(::send(c.fd(), wire.data(), wire.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(wire.size()));
+    std::string got;
+    int reason = 0;
+    for (int i = 0; i < 10 && reason == 0 && !got.ends_with("close_notify"); ++i)
+        got += c.read_failure(reason);
+    EXPECT_TRUE(has(got, "HTTP/1.1 200 OK")) << got;
+    EXPECT_EQ(reason, 0) << "an orderly end (close_notify) after the response: " << got;
+    EXPECT_EQ(t.metric(closes("tls")), 0) << t.metrics();
+}
+
+// --- 15c. close_notify at the header and body timeouts -------------------------------------------
+
+TEST(TlsRecordsTest, HeaderAndBodyTimeoutsEndWithCloseNotify) {
+    // RFC 8446, 6.1: a close that is not an error alert says so, timeouts included: a silent
+    // connection, a request head cut short (408 first), a body that stalls (408 first).
+    tls_server t({"--header-timeout", "1s", "--body-timeout", "1s", "--workers", "1"});
+    struct step {
+        std::string name;
+        std::string sent;
+        std::string answer; ///< how the response before the end starts ("": none)
+    };
+    int header = 0;
+    int body = 0;
+    for (const int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+        // (The default site refuses a POST at once, then discards the body it waits for.)
+        for (const step& s :
+             {step{"silent", "", ""},
+              step{"part of a head", "GET / HTTP/1.1\r\nHost:", "HTTP/1.1 408 "},
+              step{"part of a body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab",
+                   "HTTP/1.1 405 "}}) {
+            SCOPED_TRACE(s.name + (version == TLS1_3_VERSION ? " TLS 1.3" : " TLS 1.2"));
+            ossl_client c(t.port(), version);
+            ASSERT_TRUE(c.connected()) << c.error();
+            if (!s.sent.empty()) {
+                ASSERT_TRUE(c.write_records(s.sent, s.sent.size()));
+            }
+            std::string got;
+            std::string end;
+            int reason = 0;
+            for (int i = 0; i < 10; ++i) {
+                end = c.read_failure(reason);
+                if (reason != 0 || end == "close_notify" || end.starts_with("EOF")) break;
+                got += end;
+            }
+            EXPECT_EQ(end, "close_notify") << "got: " << got;
+            EXPECT_TRUE(s.answer.empty() ? got.empty() : got.starts_with(s.answer)) << got;
+            EXPECT_TRUE(c.socket_ends());
+            ++(s.name == "part of a body" ? body : header);
+        }
+    }
+    EXPECT_EQ(t.await(closes("header_timeout"), header), header) << t.metrics();
+    EXPECT_EQ(t.await(closes("body_timeout"), body), body) << t.metrics();
 }
 
 TEST(TlsRecordsTest, AnIdleConnectionIsClosedWithCloseNotifyAtTheKeepAliveTimeout) {
@@ -1356,6 +1614,9 @@ TEST(TlsTunnelTest, KeyUpdatesWhileATunnelStreamsDownLoseAndRepeatNothing) {
             wrong += static_cast<std::size_t>(
                 std::count_if(buf, buf + n, [](char ch) { return ch != 'd'; }));
             if (got >= next_update && got < total - (1 << 20)) {
+                // A byte up between KeyUpdates, as a client that rotates its keys as it writes
+                // sends them (more than a few in a row with no data is a flood, closed).
+                ASSERT_TRUE(c.write_records("u", 1));
                 ASSERT_TRUE(c.key_update(requested)) << "after " << got << " bytes";
                 ++updates;
                 next_update += 64 << 10;

@@ -659,16 +659,150 @@ TEST_F(StreamTest, KeyUpdateFollowedByOtherBytesInItsRecord) {
     fails_with(l.sealed(handshake_record, more), unexpected_message);
 }
 
-TEST_F(StreamTest, KeyUpdateSplitOverRecords) {
+TEST_F(StreamTest, KeyUpdateSplitOverRecordsIsTaken) {
+    // RFC 8446, 5.1: a handshake message may be fragmented over records (OpenSSL takes it).
+    const std::uint64_t updates = stream::key_updates();
+    for (const auto& [first, rest] : {std::pair{bytes{key_update_message, 0}, bytes{0, 1, 1}},
+                                      std::pair{bytes{key_update_message}, bytes{0, 0, 1, 0}},
+                                      std::pair{bytes{key_update_message, 0, 0, 1}, bytes{1}}}) {
+        l.put_record(handshake_record, first);
+        EXPECT_EQ(l.recv(1024).error, EAGAIN);
+        l.put_record(handshake_record, rest);
+        ASSERT_TRUE(l.out.update());
+        l.put_data("after");
+        EXPECT_EQ(l.recv(1024).data, "after");
+    }
+    // One byte a record.
+    for (const std::uint8_t c : key_update_not_requested)
+        l.put_record(handshake_record, {c});
+    ASSERT_TRUE(l.out.update());
+    l.put_data("bytewise");
+    EXPECT_EQ(l.recv(1024).data, "bytewise");
+    EXPECT_EQ(stream::key_updates(), updates + 4 + 2); // two answers to update_requested
+    l.s.send(l.fd, "x", 1);
+    EXPECT_EQ(l.next_data(1), "x"); // under the key after both of ours
+    EXPECT_TRUE(l.quiet());
+}
+
+TEST_F(StreamTest, KeyUpdateSplitOverRecordsStillEndsItsRecord) {
+    // The second fragment completes the KeyUpdate and carries the start of another: the
+    // records after a key change use the new key, so it must end its record.
     bytes wire = l.sealed(handshake_record, {key_update_message, 0});
-    const bytes rest = l.sealed(handshake_record, {0, 1, 0});
+    const bytes rest = l.sealed(handshake_record, {0, 1, 0, key_update_message});
     wire.insert(wire.end(), rest.begin(), rest.end());
     fails_with(wire, unexpected_message);
+}
+
+TEST_F(StreamTest, DataBetweenTheFragmentsOfAKeyUpdate) {
+    bytes wire = l.sealed(handshake_record, {key_update_message, 0});
+    const bytes data = l.sealed(application_data, of("between"));
+    wire.insert(wire.end(), data.begin(), data.end());
+    fails_with(wire, unexpected_message);
+}
+
+TEST_F(StreamTest, AlertBetweenTheFragmentsOfAKeyUpdate) {
+    bytes wire = l.sealed(handshake_record, {key_update_message, 0, 0});
+    const bytes a = l.sealed(alert, {1, user_canceled});
+    wire.insert(wire.end(), a.begin(), a.end());
+    fails_with(wire, unexpected_message);
+}
+
+TEST_F(StreamTest, EmptyRecordBetweenTheFragmentsOfAKeyUpdate) {
+    bytes wire = l.sealed(handshake_record, {key_update_message});
+    const bytes empty = l.sealed(application_data, {});
+    wire.insert(wire.end(), empty.begin(), empty.end());
+    fails_with(wire, unexpected_message);
+}
+
+TEST_F(StreamTest, AnotherMessageSplitOverRecordsIsRefusedAtItsType) {
+    fails_with(l.sealed(handshake_record, {4}), unexpected_message); // new_session_ticket
+}
+
+TEST_F(StreamTest, AKeyUpdateSplitWithTheWrongLength) {
+    bytes wire = l.sealed(handshake_record, {key_update_message, 0});
+    const bytes rest = l.sealed(handshake_record, {0, 2, 0, 0});
+    wire.insert(wire.end(), rest.begin(), rest.end());
+    fails_with(wire, decode_error);
 }
 
 TEST_F(StreamTest, KeyUpdateOfTheWrongLength) {
     // A KeyUpdate's body is one byte.
     fails_with(l.sealed(handshake_record, {key_update_message, 0, 0, 2, 0, 0}), decode_error);
+}
+
+// --- Records that carry nothing: limits on a run of them -----------------------------------
+
+/// `n` records of `type` with `body` in one write, then data: taken when within the limit.
+bytes run_of(tls_pair& l, std::size_t n, std::uint8_t type, const bytes& body) {
+    bytes wire;
+    for (std::size_t i = 0; i < n; ++i) {
+        const bytes rec = l.sealed(type, body);
+        wire.insert(wire.end(), rec.begin(), rec.end());
+        if (type == handshake_record) {
+            EXPECT_TRUE(l.out.update());
+        }
+    }
+    return wire;
+}
+
+TEST_F(StreamTest, EmptyRecordsUpToTheLimitThenDataStartsAnotherRun) {
+    for (int round = 0; round < 3; ++round) {
+        l.put(run_of(l, max_empty_records, application_data, {}));
+        l.put_data("data " + std::to_string(round));
+        EXPECT_EQ(l.recv(1024).data, "data " + std::to_string(round));
+    }
+    EXPECT_EQ(l.s.limit_reached(), noop_limit::none);
+    EXPECT_TRUE(l.quiet());
+}
+
+TEST_F(StreamTest, EmptyRecordsPastTheLimit) {
+    fails_with(run_of(l, max_empty_records + 1, application_data, {}), unexpected_message);
+    EXPECT_EQ(l.s.limit_reached(), noop_limit::empty_records);
+}
+
+TEST_F(StreamTest, WarningAlertsUpToTheLimitThenData) {
+    for (int round = 0; round < 3; ++round) {
+        l.put(run_of(l, max_warning_alerts, alert, {1, user_canceled}));
+        l.put_data("data");
+        EXPECT_EQ(l.recv(1024).data, "data");
+    }
+    EXPECT_EQ(l.s.limit_reached(), noop_limit::none);
+}
+
+TEST_F(StreamTest, WarningAlertsPastTheLimit) {
+    // OpenSSL's fifth warning alert in a row is fatal; tarry's too.
+    fails_with(run_of(l, max_warning_alerts + 1, alert, {1, user_canceled}), unexpected_message);
+    EXPECT_EQ(l.s.limit_reached(), noop_limit::warning_alerts);
+}
+
+TEST_F(StreamTest, KeyUpdatesUpToTheLimitThenData) {
+    for (int round = 0; round < 3; ++round) {
+        l.put(run_of(l, max_key_updates, handshake_record, key_update_not_requested));
+        l.put_data("data");
+        EXPECT_EQ(l.recv(1024).data, "data");
+    }
+    EXPECT_EQ(l.s.limit_reached(), noop_limit::none);
+}
+
+TEST_F(StreamTest, KeyUpdatesPastTheLimit) {
+    fails_with(run_of(l, max_key_updates + 1, handshake_record, key_update_not_requested),
+               unexpected_message);
+    EXPECT_EQ(l.s.limit_reached(), noop_limit::key_updates);
+}
+
+TEST_F(StreamTest, RunsOfEachKindCountApartButOnlyDataEndsThem) {
+    // Interleaved, each kind stays within its limit; the one that goes past it closes.
+    bytes wire;
+    for (std::size_t i = 0; i < max_warning_alerts; ++i) {
+        const bytes empty = run_of(l, max_empty_records / max_warning_alerts, application_data, {});
+        wire.insert(wire.end(), empty.begin(), empty.end());
+        const bytes a = l.sealed(alert, {1, user_canceled});
+        wire.insert(wire.end(), a.begin(), a.end());
+    }
+    const bytes one_more = l.sealed(alert, {1, user_canceled});
+    wire.insert(wire.end(), one_more.begin(), one_more.end());
+    fails_with(wire, unexpected_message);
+    EXPECT_EQ(l.s.limit_reached(), noop_limit::warning_alerts);
 }
 
 // --- Endings -----------------------------------------------------------------------------------
