@@ -13,6 +13,9 @@ upstream_group::upstream_group(boost::asio::io_context& io, net::poller& poll,
     : io_(io), poll_(poll), registry_(registry), counters_(counters), names_(std::move(names)),
       settings_(std::move(settings)) {
     if (settings_.servers.empty()) throw std::invalid_argument("upstream has no server");
+    const auto named = [](const server_address& s) { return s.named(); };
+    if (std::none_of(settings_.servers.begin(), settings_.servers.end(), named))
+        names_.reset(); // another upstream's names changing is nothing to this one
     for (const auto& s : settings_.servers)
         if (s.named() && !names_)
             throw std::invalid_argument("upstream server " + s.name +
