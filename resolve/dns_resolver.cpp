@@ -190,9 +190,8 @@ void dns_resolver::on_answer(void* arg, int status, int, ares_addrinfo* res) noe
     // Never from inside resolve() or ares_process_fd: the caller may start the next lookup, or
     // destroy this resolver, from its callback.
     try {
-        asio::post(self.io_, [done = std::move(l->done), a = std::move(a)]() mutable {
-            done(std::move(a));
-        });
+        asio::post(self.io_,
+                   [done = std::move(l->done), a = std::move(a)]() mutable { done(std::move(a)); });
     } catch (...) {
     }
 }
@@ -254,8 +253,7 @@ void dns_resolver::schedule_timeout() noexcept {
     timeval max{5, 0};
     timeval tv{};
     const timeval* t = ares_timeout(channel_, &max, &tv);
-    const auto after =
-        std::chrono::seconds(t->tv_sec) + std::chrono::microseconds(t->tv_usec);
+    const auto after = std::chrono::seconds(t->tv_sec) + std::chrono::microseconds(t->tv_usec);
     timer_.expires_after(after);
     timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec) return;

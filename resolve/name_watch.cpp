@@ -88,10 +88,11 @@ void name_watch::arm() {
         return;
     }
     timer_.expires_at(next);
-    timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (ec || alive.expired()) return;
-        run_due();
-    });
+    timer_.async_wait(
+        [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+            if (ec || alive.expired()) return;
+            run_due();
+        });
 }
 
 void name_watch::run_due() {
@@ -137,8 +138,7 @@ void name_watch::answered(const std::string& host, answer a) {
             e.state.stale = true;
             e.due = now + bounds_.floor;
         } else {
-            if (e.state.stale)
-                spdlog::info("{} resolves again: {}", host, to_string(a.addresses));
+            if (e.state.stale) spdlog::info("{} resolves again: {}", host, to_string(a.addresses));
             e.state.stale = false;
             if (a.addresses != e.in_use.addresses) {
                 ++e.state.changes;

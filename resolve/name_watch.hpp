@@ -57,9 +57,8 @@ struct name_state {
 /// addresses whenever they change.
 class name_watch {
 public:
-    using publish_fn =
-        std::function<void(const std::string& host,
-                           const std::vector<boost::asio::ip::address>& addresses)>;
+    using publish_fn = std::function<void(const std::string& host,
+                                          const std::vector<boost::asio::ip::address>& addresses)>;
 
     name_watch(boost::asio::io_context& io, dns_resolver::options opts, refresh_bounds bounds,
                publish_fn publish);

@@ -500,9 +500,8 @@ upstream_server parse_upstream_server(const std::string& text, const std::string
         server.port = static_cast<std::uint16_t>(*port);
         return server;
     }
-    if (const std::size_t colon = text.rfind(':'); colon != std::string::npos &&
-                                                   text.front() != '[' &&
-                                                   text.find(':') == colon) {
+    if (const std::size_t colon = text.rfind(':');
+        colon != std::string::npos && text.front() != '[' && text.find(':') == colon) {
         boost::system::error_code ec;
         const std::string host = text.substr(0, colon);
         boost::asio::ip::make_address_v4(host, ec);

@@ -53,7 +53,7 @@ void apply_docroot(config& c, const setting_value& v) {
     }
 }
 
-// --- Upstream servers by name ---------------------------------------------------------------------
+// --- Upstream servers by name --------------------------------------------------------------------
 
 /// One DNS server: "IP", "IPV4:PORT" or "[IPV6]:PORT", the port 53 when not given.
 std::string dns_server(const std::string& text, const std::string& what) {

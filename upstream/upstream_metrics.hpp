@@ -42,9 +42,8 @@ enum class tunnel_close : std::uint8_t {
 };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_close::count_)>
-    upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint", "max_idle",
-                         "error",          "pressure",     "surplus",         "shutdown",
-                         "removed"};
+    upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint", "max_idle", "error",
+                         "pressure",       "surplus",      "shutdown",        "removed"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_error::count_)>
     upstream_error_names{"connect", "reset", "timeout", "malformed"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(tunnel_close::count_)>

@@ -11,12 +11,15 @@ namespace tarry::upstream {
 server_address server_address::tcp(const boost::asio::ip::address& address, std::uint16_t port) {
     const std::string host =
         address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
-    return {host + ":" + std::to_string(port), boost::asio::ip::tcp::endpoint(address, port), {}, 0};
+    return {
+        host + ":" + std::to_string(port), boost::asio::ip::tcp::endpoint(address, port), {}, 0};
 }
 
 server_address server_address::unix_socket(const std::filesystem::path& path) {
-    return {"unix:" + path.string(), boost::asio::local::stream_protocol::endpoint(path.string()),
-            {}, 0};
+    return {"unix:" + path.string(),
+            boost::asio::local::stream_protocol::endpoint(path.string()),
+            {},
+            0};
 }
 
 server_address server_address::dns_name(const std::string& host, std::uint16_t port) {

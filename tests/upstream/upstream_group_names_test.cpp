@@ -44,9 +44,9 @@ TEST_F(UpstreamGroupNamesTest, AChangedAnswerKeepsAddsAndDrainsPoolsAtTheNextPic
     upstream_settings s;
     s.servers = server_address::of_host("app.test", 3000);
     upstream_group g(io, poller, registry, s, nullptr, names);
-    const auto kept = g.pools()[1];  // 10.0.0.2
-    const auto gone = g.pools()[0];  // 10.0.0.1
-    auto in_flight = gone->open();   // a request on the address that goes
+    const auto kept = g.pools()[1]; // 10.0.0.2
+    const auto gone = g.pools()[0]; // 10.0.0.1
+    auto in_flight = gone->open();  // a request on the address that goes
     names->set("app.test", {ip::make_address("10.0.0.2"), ip::make_address("10.0.0.3")});
     EXPECT_EQ(g.pools().size(), 2U); // nothing changes before a request looks
     (void)g.pick();

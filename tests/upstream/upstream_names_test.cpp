@@ -86,8 +86,7 @@ std::string zone(const std::vector<std::string>& addresses, const std::string& m
     std::string list;
     for (const auto& a : addresses)
         list += (list.empty() ? "\"" : ", \"") + a + "\"";
-    return R"({"mode": ")" + mode + R"(", "ttl": 0, "names": {")" + name + R"(": [)" + list +
-           "]}}";
+    return R"({"mode": ")" + mode + R"(", "ttl": 0, "names": {")" + name + R"(": [)" + list + "]}}";
 }
 
 /// named_backend.js on `host`:`port` (0: any), answering `label`.
@@ -96,7 +95,8 @@ public:
     named_backend(const std::string& host, std::uint16_t port, const std::string& label)
         : child_({"node", TARRY_NAMED_BACKEND_JS, host, std::to_string(port), label},
                  child_options::backend()) {
-        if (const auto line = child_.read_line()) port_ = static_cast<std::uint16_t>(std::stoi(*line));
+        if (const auto line = child_.read_line())
+            port_ = static_cast<std::uint16_t>(std::stoi(*line));
     }
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
 
@@ -109,7 +109,8 @@ private:
 long long sample(const std::string& metrics, const std::string& line_start) {
     std::istringstream in(metrics);
     for (std::string line; std::getline(in, line);)
-        if (line.starts_with(line_start + " ")) return std::stoll(line.substr(line_start.size() + 1));
+        if (line.starts_with(line_start + " "))
+            return std::stoll(line.substr(line_start.size() + 1));
     return -1;
 }
 
@@ -192,8 +193,8 @@ TEST_F(UpstreamNamesTest, AnAnswerThatChangesUnderLoadLosesNoRequestAndDrainsThe
     EXPECT_GE(sample(m, R"(tarry_upstream_dns_changes_total{name="app.test"})"), 1);
     // A's pooled connections were closed as its address left, not cut under a request.
     const std::string server = "app.test:" + std::to_string(a.port());
-    EXPECT_GE(sample(m, "tarry_upstream_closes_total{server=\"" + server + "\",reason=\"removed\"}"),
-              1);
+    EXPECT_GE(
+        sample(m, "tarry_upstream_closes_total{server=\"" + server + "\",reason=\"removed\"}"), 1);
     EXPECT_EQ(sample(m, "tarry_upstream_errors_total{server=\"" + server + "\",kind=\"reset\"}"),
               0);
 }
@@ -286,8 +287,7 @@ TEST_F(UpstreamNamesTest, ANameThatDoesNotResolveRefusesTheStartNamingIt) {
         ADD_FAILURE() << "started";
     } catch (const server::config_error& e) {
         const std::string what = e.what();
-        EXPECT_NE(what.find("upstream.app.servers: cannot resolve \"app.test\""),
-                  std::string::npos)
+        EXPECT_NE(what.find("upstream.app.servers: cannot resolve \"app.test\""), std::string::npos)
             << what;
         EXPECT_EQ(what.find('\n'), std::string::npos);
     }
@@ -309,7 +309,8 @@ TEST_F(UpstreamNamesTest, LocalhostReachesAnApplicationListeningOnIpv6Only) {
 // --- The resolver on its own --------------------------------------------------------------------
 
 TEST(DnsResolverTest, AnswersEveryAddressAndTheTtl) {
-    dns_server dns(R"({"mode": "answer", "ttl": 42, "names": {"app.test": ["127.0.0.3", "127.0.0.2", "::1"]}})");
+    dns_server dns(
+        R"({"mode": "answer", "ttl": 42, "names": {"app.test": ["127.0.0.3", "127.0.0.2", "::1"]}})");
     const auto answers = resolve::resolve_now({{dns.address()}}, {"app.test", "none.test"});
     const auto& a = answers.at("app.test");
     ASSERT_TRUE(a.ok()) << a.error;
@@ -336,7 +337,8 @@ TEST(DnsResolverTest, RefreshIsTheTtlWithinTheBounds) {
 // --- The configuration ---------------------------------------------------------------------------
 
 server::config from(const std::string& text) {
-    const fs::path f = fs::temp_directory_path() / ("tarry_names_" + std::to_string(::getpid()) + ".toml");
+    const fs::path f =
+        fs::temp_directory_path() / ("tarry_names_" + std::to_string(::getpid()) + ".toml");
     std::ofstream(f) << text;
     try {
         auto c = server::load_config_file(f);
