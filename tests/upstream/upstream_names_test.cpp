@@ -11,6 +11,8 @@
 #include <tarry/server/server.hpp>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <filesystem>
@@ -219,6 +221,10 @@ TEST_F(UpstreamNamesTest, ADnsServerThatStopsAnsweringLeavesTheLastAnswerInUse) 
     named_backend a("127.0.0.2", 0, "A");
     named_backend b("127.0.0.3", a.port(), "B");
     dns_server dns(zone({"127.0.0.2"}));
+    // The server's log lines, to count them (attached before any thread logs, taken off once
+    // the server has stopped).
+    const auto lines = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+    spdlog::default_logger()->sinks().push_back(lines);
     start_with(config(dns, a.port()));
     dns.set(zone({}, "silent"));
     const std::string stale = R"(tarry_upstream_dns_stale{name="app.test"})";
@@ -246,6 +252,19 @@ TEST_F(UpstreamNamesTest, ADnsServerThatStopsAnsweringLeavesTheLastAnswerInUse) 
         return r && r->body == "B";
     }));
     EXPECT_GE(std::stoll(metric(R"(tarry_upstream_dns_failures_total{name="app.test"})")), 3);
+    srv->stop();
+    runner.join();
+    srv.reset();
+    spdlog::default_logger()->sinks().pop_back();
+    // Logged once for the whole failure, whatever the number of lookups; once more when the
+    // name resolved again.
+    int failed = 0, again = 0;
+    for (const std::string& line : lines->last_formatted()) {
+        failed += line.find("resolving app.test failed") != std::string::npos ? 1 : 0;
+        again += line.find("app.test resolves again: 127.0.0.3") != std::string::npos ? 1 : 0;
+    }
+    EXPECT_EQ(failed, 1);
+    EXPECT_EQ(again, 1);
 }
 
 TEST_F(UpstreamNamesTest, ANameThatStopsResolvingDuringAReloadKeepsItsLastAnswer) {
