@@ -43,7 +43,7 @@ struct listen_address {
     friend bool operator==(const listen_address&, const listen_address&) = default;
 };
 
-/// One server of an upstream: HOST:PORT (numeric IP or localhost), or a Unix socket.
+/// One server of an upstream: HOST:PORT (numeric IP, localhost or a DNS name), or a Unix socket.
 struct upstream_server {
     std::string host;
     std::uint16_t port = 0;
@@ -133,6 +133,11 @@ struct config {
     bool trust_forwarded = false; ///< keep incoming X-Forwarded-* fields and append to them
     bool http2 = false;           ///< HTTP/2: h2c by the client preface on plain listeners
 
+    /// DNS servers for the upstreams' names ("IP" or "IP:PORT"); empty: /etc/resolv.conf's.
+    std::vector<std::string> resolver;
+    duration resolve_interval_min = 5s;  ///< a name is looked up again no sooner (TTL floor)
+    duration resolve_interval_max = 60s; ///< and no later (TTL ceiling)
+
     std::vector<route_config> routes;       ///< as configured; see effective_routes()
     std::vector<upstream_config> upstreams; ///< every name a proxy route may use
 
@@ -198,9 +203,13 @@ std::span<const upstream_setting> upstream_settings();
 /// The keys of a `[[tls]]` table.
 std::span<const basic_setting<tls_config>> tls_settings();
 
-/// Parses an upstream server: "HOST:PORT" (numeric IP or localhost, port 1-65535, IPv6 in
-/// brackets) or "unix:PATH". Throws config_error naming `what`.
+/// Parses an upstream server: "HOST:PORT" (numeric IP, localhost or a DNS name, port 1-65535,
+/// IPv6 in brackets) or "unix:PATH". Throws config_error naming `what`.
 upstream_server parse_upstream_server(const std::string& text, const std::string& what);
+
+/// The DNS names among the upstreams' servers (not numeric, not localhost), each once, in the
+/// order the configuration first names them.
+std::vector<std::string> upstream_dns_names(const config& cfg);
 
 /// The configured routes plus the "/" route the top-level docroot implies (files from docroot
 /// if set, else "Hello, World!") when no route has prefix "/". Longest prefix wins, whatever the

@@ -25,6 +25,13 @@ std::string text_of(const std::filesystem::path& p) {
 std::string text_of(const listen_address& a) {
     return a.name();
 }
+std::string text_of(const std::vector<std::string>& v) {
+    if (v.empty()) return "[] (the system's)";
+    std::string out = "[";
+    for (const std::string& s : v)
+        out += (out.size() > 1 ? ", " : "") + text_of(s);
+    return out + "]";
+}
 template <typename T> std::string text_of(const std::optional<T>& v) {
     return v ? text_of(*v) : "unset";
 }
@@ -120,6 +127,10 @@ std::vector<std::string> config_changes(const config& before, const config& afte
     scalar("timeouts", &config::timeouts);
     scalar("trust_forwarded", &config::trust_forwarded);
     scalar("http2", &config::http2);
+    // Upstream servers by name.
+    scalar("resolver", &config::resolver);
+    scalar("resolve_interval_min", &config::resolve_interval_min);
+    scalar("resolve_interval_max", &config::resolve_interval_max);
     list_changes(
         out, "route", before.routes, after.routes,
         [](const route_config& a, const route_config& b) { return a.prefix == b.prefix; },

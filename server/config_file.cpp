@@ -3,6 +3,7 @@
 // tables; and how a TOML node reads as a setting's value.
 
 #include "config_file.hpp"
+#include "config_diff.hpp"
 
 #include "config_values.hpp"
 
@@ -461,6 +462,11 @@ void check_whole(const config& c, const toml::table* file) {
     if (has_tls && !c.tls_certificate && c.tls.empty())
         top_raise("tls_listen", "tls_listen: needs tls_certificate and tls_certificate_key (or a "
                                 "[[tls]] table)");
+    if (c.resolve_interval_min > c.resolve_interval_max)
+        top_raise("resolve_interval_min",
+                  "resolve_interval_min: " + duration_text(c.resolve_interval_min) +
+                      " is more than resolve_interval_max (" +
+                      duration_text(c.resolve_interval_max) + ")");
     if (const auto root = route_for_root(c); root && c.docroot) {
         std::string message = route_name(*root) + ".prefix: \"/\" conflicts with docroot";
         if (const auto line = line_of({}, "docroot")) {

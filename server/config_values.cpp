@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <numeric>
 #include <system_error>
@@ -443,12 +444,70 @@ listen_address parse_listen(const std::string& text, const std::string& what) {
     return address;
 }
 
+namespace {
+
+/// A DNS name as RFC 1123 has host names: dot-separated labels of letters, digits and '-' (not
+/// first or last), 63 bytes each, 253 in all, a trailing dot allowed; the last label not all
+/// digits, so that "10.0.0" is a bad address rather than a name.
+bool is_dns_name(std::string_view host) {
+    if (host.ends_with('.')) host.remove_suffix(1);
+    if (host.empty() || host.size() > 253) return false;
+    std::string_view last;
+    for (std::size_t at = 0; at <= host.size();) {
+        const std::size_t end = std::min(host.find('.', at), host.size());
+        const std::string_view label = host.substr(at, end - at);
+        if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
+            return false;
+        for (const char c : label)
+            if (!(std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-')) return false;
+        last = label;
+        at = end + 1;
+    }
+    return !std::all_of(last.begin(), last.end(), [](char c) { return is_digit(c); });
+}
+
+} // namespace
+
+std::vector<std::string> upstream_dns_names(const config& cfg) {
+    std::vector<std::string> names;
+    for (const upstream_config& u : cfg.upstreams)
+        for (const upstream_server& s : u.servers) {
+            if (!s.unix_path.empty() || s.host == "localhost") continue;
+            boost::system::error_code ec;
+            boost::asio::ip::make_address(s.host, ec);
+            if (ec && std::find(names.begin(), names.end(), s.host) == names.end())
+                names.push_back(s.host);
+        }
+    return names;
+}
+
 upstream_server parse_upstream_server(const std::string& text, const std::string& what) {
     const bad_value bad{what, server_expected, text};
     upstream_server server;
     if (text.starts_with(unix_scheme)) {
         server.unix_path = unix_socket_path(std::string_view(text).substr(unix_scheme.size()), bad);
         return server;
+    }
+    if (const std::size_t colon = text.rfind(':');
+        colon != std::string::npos && colon != 0 && text.front() != '[' &&
+        is_dns_name(std::string_view(text).substr(0, colon))) {
+        // A name: resolved at start, on reload and by its TTL while running (resolver).
+        const std::string port_text = text.substr(colon + 1);
+        const auto port = parse_digits(port_text);
+        if (port_text.empty()) bad("missing port");
+        if (!port || *port < 1 || *port > 65535) bad("the port must be a number from 1 to 65535");
+        server.host = text.substr(0, colon);
+        server.port = static_cast<std::uint16_t>(*port);
+        return server;
+    }
+    if (const std::size_t colon = text.rfind(':');
+        colon != std::string::npos && text.front() != '[' && text.find(':') == colon) {
+        boost::system::error_code ec;
+        const std::string host = text.substr(0, colon);
+        boost::asio::ip::make_address_v4(host, ec);
+        if (ec && !host.empty() && host != "localhost")
+            bad("the host must be a numeric IP address, localhost or a DNS name (letters, "
+                "digits, '-' and '.')");
     }
     listen_address address = host_port(text, bad, "", 1);
     server.host = std::move(address.host);

@@ -58,6 +58,8 @@ inline constexpr std::string_view admin_expected =
     R"(expected HOST:PORT such as "127.0.0.1:9090", "[::1]:9090" or ":9090")";
 inline constexpr std::string_view server_expected =
     R"(expected HOST:PORT such as "127.0.0.1:3000" or unix:PATH such as "unix:/run/app.sock")";
+inline constexpr std::string_view resolver_expected =
+    R"(expected a DNS server such as "127.0.0.53", "10.0.0.2:53" or "[::1]:5353")";
 
 /// A duration of at most 24h, and more than zero unless `zero_ok`.
 duration timeout_value(const std::string& text, const std::string& what, bool zero_ok);

@@ -25,10 +25,10 @@ upstream::upstream_settings settings_of(const upstream_config& u, const config& 
             s.servers.push_back(upstream::server_address::unix_socket(server.unix_path));
             continue;
         }
-        // The configuration checked it: a numeric address, or localhost.
-        const std::string host = server.host == "localhost" ? "127.0.0.1" : server.host;
-        s.servers.push_back(
-            upstream::server_address::tcp(boost::asio::ip::make_address(host), server.port));
+        // A numeric address, localhost (127.0.0.1 and ::1), or a DNS name (its addresses come
+        // from ctx.names).
+        for (auto& a : upstream::server_address::of_host(server.host, server.port))
+            s.servers.push_back(std::move(a));
     }
     s.balance = u.balance == upstream_config::balance_kind::least_conn
                     ? upstream::upstream_settings::balance_mode::least_conn
@@ -74,7 +74,7 @@ constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
              if (u == cfg.upstreams.end()) // the configuration checks this; a custom one may not
                  throw config_error("route " + r.prefix + ": no upstream named " + r.upstream);
              group = std::make_shared<upstream::upstream_group>(
-                 ctx.io, ctx.poll, ctx.registry, settings_of(*u, cfg), ctx.upstreams);
+                 ctx.io, ctx.poll, ctx.registry, settings_of(*u, cfg), ctx.upstreams, ctx.names);
          }
          return std::make_shared<upstream::proxy_handler>(group, r.upgrade);
      }},

@@ -6,6 +6,7 @@
 
 #include <tarry/http/router.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
+#include <tarry/upstream/name_table.hpp>
 
 #include <boost/asio/io_context.hpp>
 
@@ -24,6 +25,9 @@ struct handler_context {
     net::poller& poll;
     route_counters& routes;                           ///< where each route's responses are counted
     upstream::upstream_counters* upstreams = nullptr; ///< where each upstream server counts
+    /// What the upstreams' DNS names resolve to now (server.cpp keeps it resolved); null when
+    /// no upstream server is a name.
+    std::shared_ptr<const upstream::name_table> names = nullptr;
 };
 
 /// Makes one worker's instance of a handler.

@@ -4,6 +4,7 @@
 #include "man_page.hpp"
 #include "preflight.hpp"
 #include "server.hpp"
+#include "upstream_names.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
         try {
             for (const std::string& w : preflight(cl.cfg))
                 std::fprintf(stderr, "tarry: warning: %s\n", w.c_str());
+            (void)resolve_upstream_names(cl.cfg); // each name once, as a start would
         } catch (const config_error& e) {
             std::fprintf(stderr, "tarry: %s\n", e.what());
             return code(exit_status::config);

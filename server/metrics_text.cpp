@@ -417,3 +417,33 @@ std::string render_metrics(const std::vector<worker*>& ws,
 }
 
 } // namespace tarry::server
+
+namespace tarry::server {
+
+void render_names(std::string& out, const std::vector<resolve::name_state>& names) {
+    if (names.empty()) return;
+    const auto each = [&](std::string_view metric, std::string_view type, std::string_view help,
+                          auto value) {
+        family(out, metric, type, help);
+        for (const resolve::name_state& n : names)
+            fmt::format_to(std::back_inserter(out), "{}{{name=\"{}\"}} {}\n", metric,
+                           label_value(n.host), value(n));
+    };
+    each("tarry_upstream_dns_addresses", "gauge",
+         "Addresses an upstream server's DNS name resolves to, each a server of its group.",
+         [](const resolve::name_state& n) { return n.addresses; });
+    each("tarry_upstream_dns_lookups_total", "counter",
+         "Lookups of an upstream server's DNS name while running (by its TTL).",
+         [](const resolve::name_state& n) { return n.lookups; });
+    each("tarry_upstream_dns_failures_total", "counter",
+         "Lookups that failed or found no address; the last good answer stayed in use.",
+         [](const resolve::name_state& n) { return n.failures; });
+    each("tarry_upstream_dns_changes_total", "counter",
+         "Answers that changed a name's addresses (servers added or drained).",
+         [](const resolve::name_state& n) { return n.changes; });
+    each("tarry_upstream_dns_stale", "gauge",
+         "1 while a name's last lookup failed and its last good answer is in use.",
+         [](const resolve::name_state& n) { return n.stale ? 1 : 0; });
+}
+
+} // namespace tarry::server

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <tarry/resolve/name_watch.hpp>
 #include <tarry/upstream/upstream_metrics.hpp>
 
 #include <array>
@@ -60,5 +61,7 @@ worker_snapshot take_snapshot(worker& w);
 /// The Prometheus text exposition (format 0.0.4) of all workers, summed.
 std::string render_metrics(const std::vector<worker*>& workers,
                            const std::vector<worker_snapshot>& snapshots);
+/// The upstreams' DNS names (a label per name the configuration has: bounded by it), appended.
+void render_names(std::string& out, const std::vector<resolve::name_state>& names);
 
 } // namespace tarry::server

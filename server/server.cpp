@@ -68,16 +68,36 @@ server::server(config cfg, std::vector<std::string> args, std::vector<custom_rou
             throw config_error("listen: systemd passed a socket on " + s->address().name() +
                                ", which no listen address names");
     if (cfg_.access_log) access_ = open_access_log(*cfg_.access_log, cfg_.access_log_format);
+    // Every name resolves before anything is built from it, as nginx's start requires; a name
+    // that does not is a configuration error (exit 2), named as --check-config names it.
+    const resolved_names resolved = resolve_upstream_names(cfg_);
+    for (const auto& [host, a] : resolved.answers)
+        names_->set(host, a.addresses);
     for (unsigned i = 0; i < worker_count_; ++i) {
         workers_.push_back(std::make_unique<worker>(i, cfg_, worker_count_, access_, tls_));
+        workers_.back()->handlers().names = names_;
         workers_.back()->set_router(build_router(cfg_, custom_, workers_.back()->handlers()));
     }
+    watch_names(resolved, cfg_);
     open_listeners(cfg_.listen);
     if (cfg_.admin_listen)
         admin_ = std::make_unique<admin>(
             io_, *cfg_.admin_listen, [this] { return metrics(); }, [this] { return !stopping_; });
     // Last: written once the process can serve, so what reads it signals a running server.
     if (cfg_.pid_file) pid_file_ = std::make_unique<pid_file>(*cfg_.pid_file);
+}
+
+void server::watch_names(const resolved_names& resolved, const config& cfg) {
+    if (!names_watch_ && resolved.answers.empty()) return;
+    if (!names_watch_) {
+        names_watch_ = std::make_unique<resolve::name_watch>(
+            io_, resolver_options(cfg), refresh_bounds_of(cfg),
+            [names = names_](const std::string& host,
+                             const std::vector<boost::asio::ip::address>& addresses) {
+                names->set(host, addresses);
+            });
+    }
+    names_watch_->watch(resolved.answers, resolver_options(cfg), refresh_bounds_of(cfg));
 }
 
 std::optional<boost::asio::ip::tcp::endpoint> server::admin_endpoint() const {
@@ -99,7 +119,9 @@ std::string server::metrics() {
         // A worker that is gone (stopping) or stuck does not hold the endpoint hostage.
         if (f.wait_for(std::chrono::seconds(1)) == std::future_status::ready)
             snaps.push_back(f.get());
-    return render_metrics(ws, snaps);
+    std::string out = render_metrics(ws, snaps);
+    if (names_watch_) render_names(out, names_watch_->states());
+    return out;
 }
 
 server::~server() {
@@ -263,6 +285,7 @@ void server::stop() {
                 boost::system::error_code ignored;
                 stopped_ = true;
                 signals_.cancel(ignored);
+                if (names_watch_) names_watch_->stop(); // its timer would keep run() going
                 log_flush_.cancel(); // the log is flushed once the workers have stopped
                 if (admin_) admin_->close();
             });
@@ -328,6 +351,7 @@ bool server::reload(std::function<void()> applied) {
     std::shared_ptr<access_log> access = access_;
     std::unique_ptr<admin> next_admin;
     std::shared_ptr<const tls::context> next_tls;
+    resolved_names resolved;
     try {
         if (!args_.empty()) {
             std::vector<const char*> argv;
@@ -342,6 +366,16 @@ bool server::reload(std::function<void()> applied) {
             return true;
         }
         preflight(next);
+        // Names are looked up again, all at once: one that fails keeps its last good answer
+        // (logged), a new one that fails rejects the reload. Fresh answers go to the running
+        // groups too: they are as true for them as for the new ones.
+        resolved = resolve_upstream_names(next, names_.get());
+        for (const auto& [host, a] : resolved.answers)
+            names_->set(host, a.addresses);
+        for (const std::string& host : resolved.kept)
+            spdlog::warn("reload: cannot resolve {} ({}); keeping its last answer ({})", host,
+                         resolved.answers[host].error,
+                         resolve::to_string(resolved.answers[host].addresses));
         // Certificates are read again, all of them or none: a bad key keeps the running ones.
         next_tls = make_tls_context(next, ticket_keys_);
         for (auto& w : workers_)
@@ -385,6 +419,11 @@ bool server::reload(std::function<void()> applied) {
     // Certificates are read again whether or not their paths changed (a renewal keeps them).
     if (next_tls) changes.emplace_back("certificates read again");
     tls_ = std::move(next_tls);
+    try {
+        watch_names(resolved, next);
+    } catch (const std::exception& e) { // the resolver was usable a moment ago: out of memory
+        spdlog::error("reload: names are no longer looked up again: {}", e.what());
+    }
     cfg_ = std::move(next);
     spdlog::info("reloaded configuration: {}", fmt::join(changes, "; "));
     // The server's state is final before any worker can report: whoever waits for `applied`

@@ -6,6 +6,7 @@
 #include "config.hpp"
 #include "handlers.hpp"
 #include "pid_file.hpp"
+#include "upstream_names.hpp"
 #include "worker.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -76,6 +77,8 @@ private:
                   const std::vector<listen_address>& open);
     /// A reload's mode and owner for the Unix sockets it keeps.
     void set_unix_permissions(const std::vector<listen_address>& wanted);
+    /// Keeps `resolved`'s names resolved by their TTLs from now on (the watch made on first use).
+    void watch_names(const resolved_names& resolved, const config& cfg);
 
     config cfg_;
     std::vector<std::string> args_; ///< argv, to re-read the same file and flags on reload
@@ -89,6 +92,10 @@ private:
     boost::asio::signal_set signals_;
     boost::asio::steady_timer log_flush_; ///< armed while access log lines wait (at most 1 s)
     bool flush_armed_ = false;
+    /// What the upstreams' DNS names resolve to, read by every worker's groups; kept resolved
+    /// on io_ by names_watch_ (null while no upstream server is a name).
+    std::shared_ptr<upstream::name_table> names_ = std::make_shared<upstream::name_table>();
+    std::unique_ptr<resolve::name_watch> names_watch_;
     std::vector<std::unique_ptr<worker>> workers_;
     /// systemd's sockets, kept open for the server's life (a stop leaves them to systemd, which
     /// queues connections for the next start; a reload may name them again).

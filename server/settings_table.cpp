@@ -4,6 +4,8 @@
 #include "config_file.hpp"
 #include "config_values.hpp"
 
+#include <boost/asio/ip/address.hpp>
+
 #include <algorithm>
 #include <array>
 #include <span>
@@ -49,6 +51,51 @@ void apply_docroot(config& c, const setting_value& v) {
                            " of the config file, which already answers \"/\" (docroot is "
                            "shorthand for a route \"/\")");
     }
+}
+
+// --- Upstream servers by name --------------------------------------------------------------------
+
+/// One DNS server: "IP", "IPV4:PORT" or "[IPV6]:PORT", the port 53 when not given.
+std::string dns_server(const std::string& text, const std::string& what) {
+    const bad_value bad{what, resolver_expected, text};
+    boost::system::error_code ec;
+    const auto bare = boost::asio::ip::make_address(text, ec);
+    if (!ec) return bare.is_v6() ? "[" + bare.to_string() + "]:53" : bare.to_string() + ":53";
+    const listen_address a = host_port(text, bad, "", 1);
+    if (a.host == "localhost") bad("the DNS server must be a numeric IP address");
+    return (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" +
+           std::to_string(a.port);
+}
+
+void apply_resolver(config& c, const setting_value& v) {
+    std::vector<std::string> list;
+    const auto add = [&](const std::string& text) {
+        std::string server = dns_server(text, v.what());
+        if (std::find(list.begin(), list.end(), server) != list.end())
+            fail(v.what(), quote(text) + " is listed twice");
+        list.push_back(std::move(server));
+    };
+    if (const toml::node* node = v.node(); node == nullptr) {
+        for (const std::string& text : v.texts())
+            add(text);
+    } else if (node->is_string()) {
+        add(node->as_string()->get());
+    } else if (const toml::array* array = node->as_array()) {
+        for (const toml::node& element : *array) {
+            try {
+                const auto* text = element.as_string();
+                if (text == nullptr)
+                    fail(v.what(), std::string(resolver_expected) + ", got " + describe(element));
+                add(text->get());
+            } catch (const config_error& e) {
+                throw located_error(element.source().begin.line, e.what());
+            }
+        }
+    } else {
+        fail(v.what(), "expected an array of DNS server addresses, such as [\"127.0.0.53\"], got " +
+                           describe(*node));
+    }
+    c.resolver = std::move(list);
 }
 
 void apply_proxy(config& c, const setting_value& v) {
@@ -370,6 +417,28 @@ constexpr std::array setting_rows{
                 "proxying; false: replace them.",
         .default_text = "false",
         .apply = [](config& c, const setting_value& v) { c.trust_forwarded = read_bool(v, true); }},
+    // Upstream servers by name.
+    setting{.key = "resolver",
+            .flag = "--resolver",
+            .type = "ADDRESS",
+            .help = "The DNS servers that resolve upstream servers given by name: \"IP\" or "
+                    "\"IP:PORT\" (IPv6 in brackets), tried in order. Unset: the system's, from "
+                    "/etc/resolv.conf (and /etc/hosts first). The flag is repeatable and replaces "
+                    "the file's list.",
+            .repeatable = true,
+            .apply = apply_resolver},
+    setting{.key = "resolve_interval_min",
+            .type = "DUR",
+            .help = "A name is looked up again when its answer's TTL runs out, but no sooner than "
+                    "this; and this long after a lookup that failed (the last good answer stays in "
+                    "use meanwhile).",
+            .default_text = R"("5s")",
+            .apply = apply_timeout<&config::resolve_interval_min, false>},
+    setting{.key = "resolve_interval_max",
+            .type = "DUR",
+            .help = "A name is looked up again at least this often, whatever its TTL.",
+            .default_text = R"("60s")",
+            .apply = apply_timeout<&config::resolve_interval_max, false>},
     setting{.flag = "--proxy",
             .type = "HOST:PORT",
             .help =
@@ -455,8 +524,9 @@ constexpr std::array upstream_rows{
     upstream_setting{.key = "servers",
                      .type = "HOST:PORT",
                      .help =
-                         "Required. An array of HOST:PORT (numeric IP or localhost) or unix:PATH, "
-                         "each listed once.",
+                         "Required. An array of HOST:PORT or unix:PATH, each listed once. HOST is "
+                         "a numeric IP, localhost (127.0.0.1 and ::1) or a DNS name: every address "
+                         "it resolves to is a server, looked up again by its TTL (resolver).",
                      .apply = apply_servers},
     upstream_setting{.key = "balance",
                      .type = "STRING",

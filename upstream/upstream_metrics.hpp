@@ -24,6 +24,8 @@ enum class upstream_close : std::uint8_t {
     pressure,        ///< idle, closed to free a descriptor for a client
     surplus,         ///< idle beyond what the last purge period needed
     shutdown,        ///< the server is stopping (or reloading: the old routes' pools)
+    removed,         ///< its address left its DNS name's answer (drained: idle ones at once,
+                     ///< busy ones once their exchange ends)
     count_
 };
 
@@ -40,8 +42,8 @@ enum class tunnel_close : std::uint8_t {
 };
 
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_close::count_)>
-    upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint", "max_idle",
-                         "error",          "pressure",     "surplus",         "shutdown"};
+    upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint", "max_idle", "error",
+                         "pressure",       "surplus",      "shutdown",        "removed"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_error::count_)>
     upstream_error_names{"connect", "reset", "timeout", "malformed"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(tunnel_close::count_)>

@@ -42,7 +42,7 @@ void upstream_pool::give_back(std::shared_ptr<upstream_connection> c,
     metrics_->busy.add(-1);
     if (stopped_) {
         c->close();
-        metrics_->closed(upstream_close::shutdown);
+        metrics_->closed(stop_reason_);
         return;
     }
     if (keep <= timeouts::clock::duration::zero() || settings_.max_idle == 0) {
@@ -86,10 +86,11 @@ void upstream_pool::end_tunnel(upstream_connection& c, tunnel_close why) noexcep
     metrics_->tunnel_closes[static_cast<std::size_t>(why)].add();
 }
 
-void upstream_pool::stop() noexcept {
+void upstream_pool::stop(upstream_close why) noexcept {
+    if (!stopped_) stop_reason_ = why; // the first reason stands: a removed pool stays removed
     stopped_ = true;
     while (!idle_.empty())
-        remove_idle(idle_.front(), upstream_close::shutdown);
+        remove_idle(idle_.front(), stop_reason_);
 }
 
 bool upstream_pool::shed(upstream_connection& c) noexcept {

@@ -54,8 +54,10 @@ public:
     /// A tunnel's connection, closed and counted.
     void end_tunnel(upstream_connection& c, tunnel_close why) noexcept;
 
-    /// Closes the idle connections, and from now on every connection given back.
-    void stop() noexcept;
+    /// Closes the idle connections, and from now on every connection given back, counted as
+    /// `why` (shutdown; removed: its address left its name's answer). Busy connections and
+    /// tunnels finish what they carry: a pool is drained, never cut.
+    void stop(upstream_close why = upstream_close::shutdown) noexcept;
     [[nodiscard]] bool stopped() const noexcept { return stopped_; }
     /// Closes `c` if it is idle here, to free its descriptor (the worker finds the connection
     /// idle longest through upstream_kinds::pooled). False if it is not idle here.
@@ -102,6 +104,7 @@ private:
     std::size_t peak_busy_ = 0; ///< the most busy at once since this period began
     timeouts::clock::time_point period_start_{};
     bool stopped_ = false;
+    upstream_close stop_reason_ = upstream_close::shutdown;
     timeouts::clock::time_point down_until_{};
     std::shared_ptr<upstream_metrics> metrics_; ///< its server's (upstream_counters), or its own
 };

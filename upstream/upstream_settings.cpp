@@ -11,11 +11,33 @@ namespace tarry::upstream {
 server_address server_address::tcp(const boost::asio::ip::address& address, std::uint16_t port) {
     const std::string host =
         address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
-    return {host + ":" + std::to_string(port), boost::asio::ip::tcp::endpoint(address, port)};
+    return {
+        host + ":" + std::to_string(port), boost::asio::ip::tcp::endpoint(address, port), {}, 0};
 }
 
 server_address server_address::unix_socket(const std::filesystem::path& path) {
-    return {"unix:" + path.string(), boost::asio::local::stream_protocol::endpoint(path.string())};
+    return {"unix:" + path.string(),
+            boost::asio::local::stream_protocol::endpoint(path.string()),
+            {},
+            0};
+}
+
+server_address server_address::dns_name(const std::string& host, std::uint16_t port) {
+    server_address s;
+    s.name = host + ":" + std::to_string(port);
+    s.host = host;
+    s.port = port;
+    return s;
+}
+
+std::vector<server_address> server_address::of_host(const std::string& host, std::uint16_t port) {
+    if (host == "localhost")
+        return {tcp(boost::asio::ip::address_v4::loopback(), port),
+                tcp(boost::asio::ip::address_v6::loopback(), port)};
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address(host, ec);
+    if (!ec) return {tcp(address, port)};
+    return {dns_name(host, port)};
 }
 
 server_address server_address::parse(const std::string& text) {

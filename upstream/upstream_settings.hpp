@@ -14,14 +14,26 @@ namespace tarry::upstream {
 
 /// One server of an upstream: where it is, and how it is named (in metrics, and as the Host of
 /// a request that came without one). Built typed from the configuration; parse() is for text.
+/// A server given by a DNS name has no endpoint of its own: its group has a server per address
+/// the name resolves to (upstream_group, name_table), all named as the configuration names it.
 struct server_address {
     using endpoint_type = boost::asio::generic::stream_protocol::endpoint;
 
-    std::string name; ///< "127.0.0.1:3000", "[::1]:3000" or "unix:/run/app.sock"
+    std::string name; ///< "127.0.0.1:3000", "[::1]:3000", "unix:/run/app.sock", "app:3000"
     endpoint_type endpoint;
+    std::string host;       ///< a DNS name to resolve; empty for an address
+    std::uint16_t port = 0; ///< with `host`
+
+    [[nodiscard]] bool named() const noexcept { return !host.empty(); }
 
     static server_address tcp(const boost::asio::ip::address& address, std::uint16_t port);
     static server_address unix_socket(const std::filesystem::path& path);
+    /// A server by DNS name (no endpoint until its group looks the name up).
+    static server_address dns_name(const std::string& host, std::uint16_t port);
+    /// HOST:PORT as the configuration has it: a numeric address is one server; "localhost" two,
+    /// 127.0.0.1 and ::1, so an application listening on either is reached (Node.js 17 and
+    /// later listen on ::1 for "localhost" on many systems); any other host a DNS name.
+    static std::vector<server_address> of_host(const std::string& host, std::uint16_t port);
     /// "HOST:PORT" with a numeric address or localhost, "[V6]:PORT", or "unix:PATH". Throws
     /// std::invalid_argument.
     static server_address parse(const std::string& text);

@@ -1131,7 +1131,8 @@ TEST(ParseUpstreamServer, RejectsWhatCannotBeConnectedTo) {
     const std::vector<std::pair<std::string, std::string>> cases{
         {":3000", "missing the host"},
         {"127.0.0.1:0", "the port must be a number from 1 to 65535"},
-        {"app.internal:80", "numeric IP address or localhost"},
+        {"app_internal:80", "numeric IP address, localhost or a DNS name"},
+        {"app.internal:0", "the port must be a number from 1 to 65535"},
         {"127.0.0.1", "missing :PORT"},
         {"unix:", "missing the socket's path"},
         {"unix:/" + std::string(120, 'a'), "at most 107 bytes"},
@@ -1297,7 +1298,7 @@ TEST_F(ConfigFileTest, UpstreamErrorsNameTheUpstreamAndTheLine) {
          "upstream.app.servers: \"127.0.0.1:1\" is listed twice"},
         {"[upstream.app]\nservers = [\"unix:/a\", \"unix:/a\"]\n", 2,
          "upstream.app.servers: \"unix:/a\" is listed twice"},
-        {"[upstream.app]\nservers = [\n  \"example.com:80\",\n]\n", 3,
+        {"[upstream.app]\nservers = [\n  \"example_com:80\",\n]\n", 3,
          "upstream.app.servers: expected HOST:PORT such as"},
         {"[upstream.app]\nservers = [\n  80,\n]\n", 3, "upstream.app.servers: expected HOST:PORT"},
         {"[upstream.app]\nservers = 80\n", 2,
