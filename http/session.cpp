@@ -528,7 +528,7 @@ void session::dispatch() {
         as_exchange().respond(head);
         as_exchange().finish();
     } else {
-        route = settings_->routes != nullptr ? settings_->routes->find(req.target) : nullptr;
+        route = settings_->routes != nullptr ? settings_->routes->find(req) : nullptr;
         state_->stats = route != nullptr ? route->stats : nullptr;
         if (route != nullptr)
             route->target->on_request(as_exchange());
