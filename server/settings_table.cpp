@@ -76,7 +76,8 @@ void apply_proxy(config& c, const setting_value& v) {
 // redirect = "URL": a Location with only the placeholders redirect_handler fills in.
 void apply_redirect(route_config& r, const setting_value& v) {
     const std::string& text = read_string(v, R"(expected a URL such as "https://{host}{uri}")");
-    std::string_view rest = header_value(text, v.what());
+    const std::string checked = header_value(text, v.what());
+    std::string_view rest = checked;
     for (std::size_t open = rest.find('{'); open != std::string_view::npos;
          open = rest.find('{')) {
         rest.remove_prefix(open);
