@@ -102,13 +102,13 @@ struct route_config {
     std::string upstream;          ///< kind::proxy: an upstream_config::name
     std::string cache_control;     ///< kind::files: sent as Cache-Control when not empty
     bool upgrade = true;           ///< kind::proxy: pass requests to switch protocols on
-    std::string redirect;          ///< kind::redirect: the Location, {scheme} {host} {uri}
+    std::string redirect{};        ///< kind::redirect: the Location, {scheme} {host} {uri}
     unsigned status = 302;         ///< kind::redirect: 301, 302, 303, 307 or 308
     bool strip_prefix = false;     ///< kind::proxy: the prefix is taken off the target
-    std::string fallback;          ///< kind::files: the target a 404 is answered for instead
-    std::vector<header_config> headers;          ///< set on every answer
-    std::vector<std::string> hide_headers;       ///< taken out of every answer
-    std::vector<error_page_config> error_pages;  ///< the server's own answers replaced
+    std::string fallback{};        ///< kind::files: the target a 404 is answered for instead
+    std::vector<header_config> headers{};         ///< set on every answer
+    std::vector<std::string> hide_headers{};      ///< taken out of every answer
+    std::vector<error_page_config> error_pages{}; ///< the server's own answers replaced
     friend bool operator==(const route_config&, const route_config&) = default;
 };
 
