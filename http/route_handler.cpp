@@ -211,13 +211,23 @@ route_handler::route_handler(std::shared_ptr<handler> inner, route_options optio
         to_https_ = std::make_unique<redirect_handler>(options_.plain_redirect, 301);
         options_.plain_redirect.clear();
     }
+    std::shared_ptr<const name_table> certificates = std::move(options_.certificates);
     edits_ = !options_.empty();
+    options_.certificates = std::move(certificates);
+    if (options_.certificates) misdirected_ = std::make_unique<status_handler>(421);
 }
 
 route_handler::~route_handler() = default;
 
 void route_handler::on_request(exchange& ex) {
     if (to_https_ && !ex.secure()) return to_https_->on_request(ex);
+    if (misdirected_ && !ex.request().host.empty()) {
+        const int given = ex.certificate();
+        if (given >= 0 &&
+            options_.certificates->find(ex.request().host).value_or(0) !=
+                static_cast<std::size_t>(given))
+            return misdirected_->on_request(ex);
+    }
     if (!edits_) return inner_->on_request(ex);
     auto x = std::make_unique<route_exchange>(ex, options_, *inner_);
     if (x->run()) (void)x.release(); // the answer comes later: it frees itself when over

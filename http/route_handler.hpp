@@ -1,6 +1,7 @@
 #pragma once
 
 #include "handler.hpp"
+#include "host_names.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -37,10 +38,16 @@ struct route_options {
     /// Every request that did not come over TLS is redirected to this https:// Location
     /// template (see redirect_handler) with 301; empty: none.
     std::string plain_redirect;
+    /// The certificate each server name gets by SNI (absent: the default, 0): a request over
+    /// TLS whose Host gets another certificate than its connection was given is answered 421
+    /// Misdirected Request (RFC 9110 15.5.20), so that a client reusing a connection for
+    /// another name (HTTP/2) asks again on one of its own. Null: one certificate, no check.
+    std::shared_ptr<const name_table> certificates;
 
     [[nodiscard]] bool empty() const noexcept {
         return add_fields.empty() && remove_fields.empty() && strip_prefix.empty() &&
-               fallback.empty() && error_pages.empty() && plain_redirect.empty();
+               fallback.empty() && error_pages.empty() && plain_redirect.empty() &&
+               !certificates;
     }
 };
 
@@ -53,6 +60,7 @@ struct route_options {
 /// on_request() returns if the answer was given, else when the deferred answer finishes,
 /// aborts or is aborted by the client.
 class redirect_handler;
+class status_handler;
 
 class route_handler final : public handler {
 public:
@@ -69,7 +77,8 @@ private:
     std::shared_ptr<handler> inner_;
     route_options options_;
     std::unique_ptr<redirect_handler> to_https_; ///< plain requests' answer, if they get one
-    bool edits_ = false;                         ///< options other than the redirect
+    std::unique_ptr<status_handler> misdirected_; ///< 421, with options_.certificates
+    bool edits_ = false; ///< options other than the redirect and the certificate check
 };
 
 } // namespace tarry::http

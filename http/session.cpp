@@ -30,6 +30,10 @@ bool session::request_state::secure() const noexcept {
     return owner->transport_ != nullptr && owner->transport_->secure();
 }
 
+int session::request_state::certificate() const noexcept {
+    return owner->transport_ != nullptr ? owner->transport_->certificate() : -1;
+}
+
 void session::request_state::respond(response_head rh) {
     owner->start_response(rh);
 }

@@ -53,6 +53,7 @@ upstream::upstream_settings settings_of(const upstream_config& u, const config& 
 /// that routes naming one upstream share its pools and its view of which servers are down.
 struct router_build {
     std::map<std::string, std::shared_ptr<upstream::upstream_group>> groups;
+    std::shared_ptr<const http::name_table> certificates; ///< see certificate_names
 };
 
 using make_fn = std::shared_ptr<http::handler> (*)(const route_config&, const config&,
@@ -100,10 +101,26 @@ std::string https_location(const config& cfg) {
     return "https://{host}{uri}";
 }
 
+/// The certificate each server name gets, numbered as make_tls_context loads them (the default
+/// tls_certificate first); null when there is one certificate or none (nothing to check).
+std::shared_ptr<const http::name_table> certificate_names(const config& cfg) {
+    const bool tls = std::any_of(cfg.listen.begin(), cfg.listen.end(),
+                                 [](const listen_address& a) { return a.tls; });
+    const std::size_t first = cfg.tls_certificate ? 1 : 0;
+    if (!tls || first + cfg.tls.size() < 2) return nullptr;
+    auto names = std::make_shared<http::name_table>();
+    for (std::size_t i = 0; i < cfg.tls.size(); ++i)
+        for (const std::string& n : cfg.tls[i].server_names)
+            names->add(n, first + i);
+    return names;
+}
+
 /// What a route changes around its handler: its own headers, hidden fields and error pages
 /// with its site's under them, and the server-wide redirect of plain requests.
-http::route_options options_of(const route_config& r, const site_config* site, const config& cfg) {
+http::route_options options_of(const route_config& r, const site_config* site, const config& cfg,
+                               const std::shared_ptr<const http::name_table>& certificates) {
     http::route_options o;
+    o.certificates = certificates;
     const auto same = [](std::string_view a, std::string_view b) {
         return boost::beast::iequals(a, b);
     };
@@ -138,8 +155,8 @@ http::route_options options_of(const route_config& r, const site_config* site, c
 /// The route's handler, wrapped in its options when it has any.
 std::shared_ptr<http::handler> with_options(std::shared_ptr<http::handler> h,
                                             const route_config& r, const site_config* site,
-                                            const config& cfg) {
-    http::route_options o = options_of(r, site, cfg);
+                                            const config& cfg, router_build& b) {
+    http::route_options o = options_of(r, site, cfg, b.certificates);
     if (o.empty()) return h;
     return std::make_shared<http::route_handler>(std::move(h), std::move(o));
 }
@@ -148,7 +165,7 @@ std::shared_ptr<http::handler> make_handler(const route_config& route, const sit
                                             const config& cfg, handler_context& ctx,
                                             router_build& b) {
     for (const auto& [what, make] : makers)
-        if (what == route.what) return with_options(make(route, cfg, ctx, b), route, site, cfg);
+        if (what == route.what) return with_options(make(route, cfg, ctx, b), route, site, cfg, b);
     return nullptr;
 }
 
@@ -158,6 +175,7 @@ std::shared_ptr<http::router>
 build_router(const config& cfg, const std::vector<custom_route>& custom, handler_context& ctx) {
     auto r = std::make_shared<http::router>();
     router_build b;
+    b.certificates = certificate_names(cfg);
     for (const route_config& route : effective_routes(cfg))
         r->add(route.prefix, make_handler(route, nullptr, cfg, ctx, b),
                &ctx.routes.of(route.prefix));
@@ -176,14 +194,14 @@ build_router(const config& cfg, const std::vector<custom_route>& custom, handler
             route_config none;
             none.prefix = "/";
             r->add(index, "/", with_options(std::make_shared<http::status_handler>(404), none,
-                                            &site, cfg),
+                                            &site, cfg, b),
                    &ctx.routes.of(label + "/"));
         }
     }
     if (cfg.unknown_host != 0) {
         route_config none;
         r->set_unknown_host(with_options(std::make_shared<http::status_handler>(cfg.unknown_host),
-                                         none, nullptr, cfg),
+                                         none, nullptr, cfg, b),
                             &ctx.routes.of("(unknown host)"));
     }
     for (const custom_route& c : custom)

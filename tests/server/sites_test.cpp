@@ -174,6 +174,27 @@ TEST_F(TlsSitesTest, TwoSitesWithTheirOwnCertificates) {
     EXPECT_FALSE(has(b, "strict-transport-security")) << b;
 }
 
+TEST_F(TlsSitesTest, HostOfAnotherCertificateIsMisdirected) {
+    server s(cfg, plain);
+    ASSERT_TRUE(s.ready());
+    // SNI a.test gives a.test's certificate; a request on that connection for b.test (which has
+    // a certificate of its own) is answered 421, over HTTP/1.1 and HTTP/2 alike.
+    for (const char* version : {"--http1.1", "--http2"}) {
+        SCOPED_TRACE(version);
+        const std::string base = std::string(version) + " -o /dev/null -w '%{http_code}' " +
+                                 resolve() + " https://a.test:" + port_text(tls) + "/";
+        EXPECT_EQ(curl(base + " -H 'Host: b.test'"), "421");
+        EXPECT_EQ(curl(base + " -H 'Host: www.b.test:443'"), "421");
+        EXPECT_EQ(curl(base + " -H 'Host: A.TEST.'"), "200");
+        // A name no [[tls]] lists gets the default certificate: not a.test's either.
+        EXPECT_EQ(curl(base + " -H 'Host: localhost'"), "421");
+    }
+    // Its own name on its own connection is served.
+    EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + resolve() + " https://b.test:" +
+                   port_text(tls) + "/"),
+              "200");
+}
+
 TEST_F(TlsSitesTest, Http2AuthorityChoosesTheSite) {
     server s(cfg, plain);
     ASSERT_TRUE(s.ready());
@@ -338,6 +359,8 @@ TEST_F(SitesTest, CheckConfigNamesTheKeyInOneLine) {
         {site + "[[site.route]]\nprefix = \"/\"\nupstream = \"nope\"\n",
          "site[1].route[1].upstream: no upstream named \"nope\""},
         {site + "colour = 1\n" + route, "site[1]: unknown key \"colour\""},
+        {site + "[[site.route]]\nprefix = \"/\"\ndocroot = \"/nonexistent\"\n",
+         "site[1].route[1].docroot: /nonexistent does not exist"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.text);
