@@ -148,9 +148,8 @@ private:
                 return true;
             }
         }
-        const auto page =
-            std::find_if(options_.error_pages.begin(), options_.error_pages.end(),
-                         [&](const error_page& p) { return p.status == status; });
+        const auto page = std::find_if(options_.error_pages.begin(), options_.error_pages.end(),
+                                       [&](const error_page& p) { return p.status == status; });
         if (page == options_.error_pages.end()) return false;
         intercepted_ = true;
         response_head head;
@@ -175,9 +174,9 @@ private:
                 fields.substr(0, end == std::string_view::npos ? fields.size() : end + 1);
             fields.remove_prefix(line.size());
             const std::string_view name = line.substr(0, line.find(':'));
-            const bool removed = std::any_of(
-                options_.remove_fields.begin(), options_.remove_fields.end(),
-                [&](const std::string& r) { return boost::beast::iequals(r, name); });
+            const bool removed =
+                std::any_of(options_.remove_fields.begin(), options_.remove_fields.end(),
+                            [&](const std::string& r) { return boost::beast::iequals(r, name); });
             if (!removed) out.append(line);
         }
         if (add) out.append(options_.add_fields);
@@ -223,9 +222,8 @@ void route_handler::on_request(exchange& ex) {
     if (to_https_ && !ex.secure()) return to_https_->on_request(ex);
     if (misdirected_ && !ex.request().host.empty()) {
         const int given = ex.certificate();
-        if (given >= 0 &&
-            options_.certificates->find(ex.request().host).value_or(0) !=
-                static_cast<std::size_t>(given))
+        if (given >= 0 && options_.certificates->find(ex.request().host).value_or(0) !=
+                              static_cast<std::size_t>(given))
             return misdirected_->on_request(ex);
     }
     if (!edits_) return inner_->on_request(ex);

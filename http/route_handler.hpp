@@ -46,8 +46,7 @@ struct route_options {
 
     [[nodiscard]] bool empty() const noexcept {
         return add_fields.empty() && remove_fields.empty() && strip_prefix.empty() &&
-               fallback.empty() && error_pages.empty() && plain_redirect.empty() &&
-               !certificates;
+               fallback.empty() && error_pages.empty() && plain_redirect.empty() && !certificates;
     }
 };
 
@@ -76,7 +75,7 @@ public:
 private:
     std::shared_ptr<handler> inner_;
     route_options options_;
-    std::unique_ptr<redirect_handler> to_https_; ///< plain requests' answer, if they get one
+    std::unique_ptr<redirect_handler> to_https_;  ///< plain requests' answer, if they get one
     std::unique_ptr<status_handler> misdirected_; ///< 421, with options_.certificates
     bool edits_ = false; ///< options other than the redirect and the certificate check
 };

@@ -115,7 +115,7 @@ private:
     std::vector<std::vector<route>> sites_; ///< each longest prefix first: the first match wins
     name_table names_;                      ///< server name to index in sites_
     std::size_t fallback_ = default_site;
-    route unknown_;             ///< the unknown-host answer; no target: the default site
+    route unknown_;            ///< the unknown-host answer; no target: the default site
     std::vector<route> every_; ///< every route of every site, in the order added
 };
 

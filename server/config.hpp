@@ -98,15 +98,15 @@ struct route_config {
 
     std::string prefix; ///< starts with "/"
     kind what = kind::hello;
-    std::filesystem::path docroot; ///< kind::files
-    std::string upstream;          ///< kind::proxy: an upstream_config::name
-    std::string cache_control;     ///< kind::files: sent as Cache-Control when not empty
-    bool upgrade = true;           ///< kind::proxy: pass requests to switch protocols on
-    std::string redirect{};        ///< kind::redirect: the Location, {scheme} {host} {uri}
-    unsigned status = 302;         ///< kind::redirect: 301, 302, 303, 307 or 308
-    bool strip_prefix = false;     ///< kind::proxy: the prefix is taken off the target
-    std::string fallback{};        ///< kind::files: the target a 404 is answered for instead
-    std::vector<header_config> headers{};         ///< set on every answer
+    std::filesystem::path docroot;        ///< kind::files
+    std::string upstream;                 ///< kind::proxy: an upstream_config::name
+    std::string cache_control;            ///< kind::files: sent as Cache-Control when not empty
+    bool upgrade = true;                  ///< kind::proxy: pass requests to switch protocols on
+    std::string redirect{};               ///< kind::redirect: the Location, {scheme} {host} {uri}
+    unsigned status = 302;                ///< kind::redirect: 301, 302, 303, 307 or 308
+    bool strip_prefix = false;            ///< kind::proxy: the prefix is taken off the target
+    std::string fallback{};               ///< kind::files: the target a 404 is answered for instead
+    std::vector<header_config> headers{}; ///< set on every answer
     std::vector<std::string> hide_headers{};      ///< taken out of every answer
     std::vector<error_page_config> error_pages{}; ///< the server's own answers replaced
     friend bool operator==(const route_config&, const route_config&) = default;
@@ -114,8 +114,8 @@ struct route_config {
 
 /// `[[site]]`: the routes that answer the requests whose Host is one of `server_names`.
 struct site_config {
-    std::vector<std::string> server_names; ///< "example.com", "*.example.com"
-    bool is_default = false; ///< takes the requests whose Host names no site
+    std::vector<std::string> server_names;      ///< "example.com", "*.example.com"
+    bool is_default = false;                    ///< takes the requests whose Host names no site
     std::vector<header_config> headers;         ///< set on every answer of its routes
     std::vector<std::string> hide_headers;      ///< taken out of every answer of its routes
     std::vector<error_page_config> error_pages; ///< for every route (a route's own win)

@@ -299,7 +299,9 @@ std::vector<route_config> read_routes(const setting_value& v) {
         wrong_type(node, v.what(), "expected [[" + v.what() + "]] tables");
     }
     // "route[2]", or "site[1].route[2]" for a site's.
-    const auto name_of = [&](std::size_t i) { return v.what() + "[" + std::to_string(i + 1) + "]"; };
+    const auto name_of = [&](std::size_t i) {
+        return v.what() + "[" + std::to_string(i + 1) + "]";
+    };
     std::vector<route_config> routes;
     for (std::size_t i = 0; i < array->size(); ++i) {
         const toml::table& table = *array->get(i)->as_table();
@@ -414,7 +416,8 @@ std::vector<header_config> read_headers(const setting_value& v) {
 std::vector<std::string> read_field_names(const setting_value& v) {
     const toml::array* array = v.node()->as_array();
     if (array == nullptr)
-        wrong_type(*v.node(), v.what(), "expected an array of field names, such as [\"X-Powered-By\"]");
+        wrong_type(*v.node(), v.what(),
+                   "expected an array of field names, such as [\"X-Powered-By\"]");
     std::vector<std::string> names;
     for (const toml::node& e : *array) {
         try {
@@ -437,7 +440,8 @@ std::vector<error_page_config> read_error_pages(const setting_value& v) {
         const std::string what = v.what() + "." + e.key;
         try {
             error_page_config page;
-            const bool digits = e.key.size() == 3 && std::all_of(e.key.begin(), e.key.end(), is_digit);
+            const bool digits =
+                e.key.size() == 3 && std::all_of(e.key.begin(), e.key.end(), is_digit);
             page.status = digits ? static_cast<unsigned>(std::stoul(e.key)) : 0;
             if (page.status < 400 || page.status > 599)
                 fail(what, "expected a status from 400 to 599 as the key, got " + quote(e.key));
@@ -565,9 +569,8 @@ void check_whole(const config& c, const toml::table* file) {
             const toml::node* node = nullptr;
             if (const toml::array* routes = table->get_as<toml::array>("route"))
                 if (const toml::table* r = routes->get_as<toml::table>(route)) node = r->get(key);
-            throw located_error(node != nullptr ? node->source().begin.line
-                                                : table->source().begin.line,
-                                message);
+            throw located_error(
+                node != nullptr ? node->source().begin.line : table->source().begin.line, message);
         }
         throw config_error(message);
     };
@@ -592,8 +595,8 @@ void check_whole(const config& c, const toml::table* file) {
     if (default_site != nullptr && (!c.routes.empty() || c.docroot)) {
         const std::size_t i = static_cast<std::size_t>(default_site - c.sites.data());
         site_raise(i, 0, "default",
-                   "site[" + std::to_string(i + 1) +
-                       "].default: the top-level " + (c.docroot ? "docroot" : "[[route]] tables") +
+                   "site[" + std::to_string(i + 1) + "].default: the top-level " +
+                       (c.docroot ? "docroot" : "[[route]] tables") +
                        " already make the default site; keep one");
     }
     if (default_site != nullptr && c.unknown_host != 0) {

@@ -259,8 +259,8 @@ std::string field_name(const std::string& text, const std::string& what, bool se
     // Written by the server itself, or the message's framing: a second one would contradict it.
     // (normalize_name spells '-' as '_'.)
     constexpr std::array<std::string_view, 9> own{
-        "content_length", "transfer_encoding", "connection", "keep_alive", "upgrade",
-        "date",           "server",            "content_type", "location"};
+        "content_length", "transfer_encoding", "connection", "keep_alive", "upgrade", "date",
+        "server",         "content_type",      "location"};
     if (set && std::find(own.begin(), own.end(), normalize_name(text)) != own.end())
         fail(what, quote(text) + " is written by the server itself and cannot be set");
     return text;

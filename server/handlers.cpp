@@ -153,9 +153,9 @@ http::route_options options_of(const route_config& r, const site_config* site, c
 }
 
 /// The route's handler, wrapped in its options when it has any.
-std::shared_ptr<http::handler> with_options(std::shared_ptr<http::handler> h,
-                                            const route_config& r, const site_config* site,
-                                            const config& cfg, router_build& b) {
+std::shared_ptr<http::handler> with_options(std::shared_ptr<http::handler> h, const route_config& r,
+                                            const site_config* site, const config& cfg,
+                                            router_build& b) {
     http::route_options o = options_of(r, site, cfg, b.certificates);
     if (o.empty()) return h;
     return std::make_shared<http::route_handler>(std::move(h), std::move(o));
@@ -193,8 +193,8 @@ build_router(const config& cfg, const std::vector<custom_route>& custom, handler
         if (!root) { // what no route takes is the site's 404, with the site's headers
             route_config none;
             none.prefix = "/";
-            r->add(index, "/", with_options(std::make_shared<http::status_handler>(404), none,
-                                            &site, cfg, b),
+            r->add(index, "/",
+                   with_options(std::make_shared<http::status_handler>(404), none, &site, cfg, b),
                    &ctx.routes.of(label + "/"));
         }
     }

@@ -78,15 +78,14 @@ void apply_redirect(route_config& r, const setting_value& v) {
     const std::string& text = read_string(v, R"(expected a URL such as "https://{host}{uri}")");
     const std::string checked = header_value(text, v.what());
     std::string_view rest = checked;
-    for (std::size_t open = rest.find('{'); open != std::string_view::npos;
-         open = rest.find('{')) {
+    for (std::size_t open = rest.find('{'); open != std::string_view::npos; open = rest.find('{')) {
         rest.remove_prefix(open);
         const std::size_t close = rest.find('}');
-        const std::string_view name = rest.substr(0, close == std::string_view::npos ? rest.size()
-                                                                                  : close + 1);
+        const std::string_view name =
+            rest.substr(0, close == std::string_view::npos ? rest.size() : close + 1);
         if (name != "{scheme}" && name != "{host}" && name != "{uri}")
-            fail(v.what(), "unknown placeholder " + quote(name) +
-                               " (expected {scheme}, {host} or {uri})");
+            fail(v.what(),
+                 "unknown placeholder " + quote(name) + " (expected {scheme}, {host} or {uri})");
         rest.remove_prefix(name.size());
     }
     r.redirect = text;
@@ -395,19 +394,23 @@ constexpr std::array setting_rows{
                 [](config& c, const setting_value& v) {
                     constexpr std::string_view expected = R"(expected "default", "421" or "404")";
                     const std::string& text = read_string(v, expected);
-                    if (text == "default") c.unknown_host = 0;
-                    else if (text == "421") c.unknown_host = 421;
-                    else if (text == "404") c.unknown_host = 404;
-                    else fail(v.what(), std::string(expected) + ", got " + quote(text));
+                    if (text == "default")
+                        c.unknown_host = 0;
+                    else if (text == "421")
+                        c.unknown_host = 421;
+                    else if (text == "404")
+                        c.unknown_host = 404;
+                    else
+                        fail(v.what(), std::string(expected) + ", got " + quote(text));
                 }},
-    setting{.key = "https_redirect",
-            .type = "BOOL",
-            .help = "Answer every request on a plain (listen) address with a 301 to the same "
-                    "host and URI over https://, at the port of the first tls_listen address "
-                    "(nginx's `return 301 https://$host$request_uri;` in a server on port 80).",
-            .default_text = "false",
-            .apply =
-                [](config& c, const setting_value& v) { c.https_redirect = read_bool(v, true); }},
+    setting{
+        .key = "https_redirect",
+        .type = "BOOL",
+        .help = "Answer every request on a plain (listen) address with a 301 to the same "
+                "host and URI over https://, at the port of the first tls_listen address "
+                "(nginx's `return 301 https://$host$request_uri;` in a server on port 80).",
+        .default_text = "false",
+        .apply = [](config& c, const setting_value& v) { c.https_redirect = read_bool(v, true); }},
     setting{.flag = "--check-config", .help = "Validate the configuration and exit."},
     setting{.flag = "--version", .help = "Print the version and exit."},
     setting{.flag = "--help", .help = "Print this help and exit."},
@@ -488,8 +491,8 @@ constexpr std::array route_rows{
                       [](route_config& r, const setting_value& v) {
                           const auto n = read_count(v, redirect_status_rule);
                           if (n != 301 && n != 302 && n != 303 && n != 307 && n != 308)
-                              fail(v.what(), "expected 301, 302, 303, 307 or 308, got " +
-                                                 std::to_string(n));
+                              fail(v.what(),
+                                   "expected 301, 302, 303, 307 or 308, got " + std::to_string(n));
                           r.status = static_cast<unsigned>(n);
                       }},
     route_setting{.key = "strip_prefix",
@@ -513,13 +516,13 @@ constexpr std::array route_rows{
                               fail(v.what(), "must start with \"/\", got " + quote(text));
                           r.fallback = header_value(text, v.what());
                       }},
-    route_setting{.key = "headers",
-                  .type = "TABLE",
-                  .help = "Fields set on every answer of the route, errors included: "
-                          "{ \"Strict-Transport-Security\" = \"max-age=63072000\" }. A field "
-                          "of the same name in the answer (an upstream's) is replaced.",
-                  .apply = [](route_config& r,
-                              const setting_value& v) { r.headers = read_headers(v); }},
+    route_setting{
+        .key = "headers",
+        .type = "TABLE",
+        .help = "Fields set on every answer of the route, errors included: "
+                "{ \"Strict-Transport-Security\" = \"max-age=63072000\" }. A field "
+                "of the same name in the answer (an upstream's) is replaced.",
+        .apply = [](route_config& r, const setting_value& v) { r.headers = read_headers(v); }},
     route_setting{.key = "hide_headers",
                   .type = "NAMES",
                   .help = "Fields taken out of every answer of the route, such as an upstream's "
@@ -559,14 +562,14 @@ constexpr std::array site_rows{
         .key = "hide_headers",
         .type = "NAMES",
         .help = "Fields taken out of every answer of the site's routes.",
-        .apply =
-            [](site_config& s, const setting_value& v) { s.hide_headers = read_field_names(v); }},
+        .apply = [](site_config& s,
+                    const setting_value& v) { s.hide_headers = read_field_names(v); }},
     basic_setting<site_config>{
         .key = "error_pages",
         .type = "TABLE",
         .help = "Error pages for every route of the site (a route's own win).",
-        .apply =
-            [](site_config& s, const setting_value& v) { s.error_pages = read_error_pages(v); }},
+        .apply = [](site_config& s,
+                    const setting_value& v) { s.error_pages = read_error_pages(v); }},
     basic_setting<site_config>{
         .key = "route",
         .type = "TABLE",

@@ -173,8 +173,7 @@ TEST(RedirectTest, ExpandsPlaceholders) {
     EXPECT_EQ(redirect_handler::expand("{scheme}://x{uri}", false, "h", "/p"), "http://x/p");
     EXPECT_EQ(redirect_handler::expand("https://example.com/", false, "h", "/p"),
               "https://example.com/");
-    EXPECT_EQ(redirect_handler::expand("https://x/{other}", false, "h", "/p"),
-              "https://x/{other}");
+    EXPECT_EQ(redirect_handler::expand("https://x/{other}", false, "h", "/p"), "https://x/{other}");
     EXPECT_EQ(redirect_handler::expand("", false, "h", "/p"), "");
 }
 

@@ -37,7 +37,8 @@ std::string port_text(std::uint16_t p) {
 const fs::path& certs() {
     static const scratch_dir dir("sites_certs");
     static const bool made = [] {
-        const run_result r = run_shell("sh " TARRY_TLS_ASSETS "/make_certs.sh " + dir.path().string());
+        const run_result r =
+            run_shell("sh " TARRY_TLS_ASSETS "/make_certs.sh " + dir.path().string());
         EXPECT_EQ(r.status, 0) << r.output;
         return r.status == 0;
     }();
@@ -95,12 +96,16 @@ protected:
 
 TEST_F(SitesTest, HostChoosesTheSiteWithoutPortCaseOrTrailingDot) {
     const fs::path cfg = dir / "t.toml";
-    spit(cfg, "listen = [\"127.0.0.1:" + port_text(plain) + "\"]\n" +
-                  "docroot = \"" + (dir / "top").string() + "\"\n"
+    spit(cfg, "listen = [\"127.0.0.1:" + port_text(plain) + "\"]\n" + "docroot = \"" +
+                  (dir / "top").string() +
+                  "\"\n"
                   "[[site]]\nserver_names = [\"a.test\", \"*.a.test\"]\n"
-                  "[[site.route]]\nprefix = \"/\"\ndocroot = \"" + (dir / "a").string() + "\"\n"
+                  "[[site.route]]\nprefix = \"/\"\ndocroot = \"" +
+                  (dir / "a").string() +
+                  "\"\n"
                   "[[site]]\nserver_names = [\"b.test\"]\n"
-                  "[[site.route]]\nprefix = \"/\"\ndocroot = \"" + (dir / "b").string() + "\"\n");
+                  "[[site.route]]\nprefix = \"/\"\ndocroot = \"" +
+                  (dir / "b").string() + "\"\n");
     server s(cfg, plain);
     ASSERT_TRUE(s.ready());
     EXPECT_EQ(curl(url("a.test", "/")), "index of a\n");
@@ -114,9 +119,11 @@ TEST_F(SitesTest, HostChoosesTheSiteWithoutPortCaseOrTrailingDot) {
 
 TEST_F(SitesTest, UnknownHostGets421WhenConfigured) {
     const fs::path cfg = dir / "t.toml";
-    spit(cfg, "listen = [\"127.0.0.1:" + port_text(plain) + "\"]\nunknown_host = \"421\"\n"
+    spit(cfg, "listen = [\"127.0.0.1:" + port_text(plain) +
+                  "\"]\nunknown_host = \"421\"\n"
                   "[[site]]\nserver_names = [\"a.test\"]\n"
-                  "[[site.route]]\nprefix = \"/\"\ndocroot = \"" + (dir / "a").string() + "\"\n");
+                  "[[site.route]]\nprefix = \"/\"\ndocroot = \"" +
+                  (dir / "a").string() + "\"\n");
     server s(cfg, plain);
     ASSERT_TRUE(s.ready());
     EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + url("a.test", "/")), "200");
@@ -133,24 +140,28 @@ protected:
     void SetUp() override {
         SitesTest::SetUp();
         const fs::path& c = certs();
-        spit(cfg,
-             "listen = [\"127.0.0.1:" + port_text(plain) + "\"]\n" + "tls_listen = [\"127.0.0.1:" +
-                 port_text(tls) + "\"]\nhttp2 = true\nhttps_redirect = true\n" +
-                 "tls_certificate = \"" + (c / "default.pem").string() + "\"\n" +
-                 "tls_certificate_key = \"" + (c / "default.key").string() + "\"\n" +
-                 "[[tls]]\nserver_names = [\"a.test\"]\ncertificate = \"" +
-                 (c / "a.pem").string() + "\"\ncertificate_key = \"" + (c / "a.key").string() +
-                 "\"\n[[tls]]\nserver_names = [\"b.test\", \"*.b.test\"]\ncertificate = \"" +
-                 (c / "b.pem").string() + "\"\ncertificate_key = \"" + (c / "b.key").string() +
-                 "\"\n"
-                 "[[site]]\nserver_names = [\"a.test\"]\n"
-                 "headers = { \"Strict-Transport-Security\" = \"max-age=63072000\" }\n"
-                 "[[site.route]]\nprefix = \"/\"\ndocroot = \"" + (dir / "a").string() + "\"\n"
-                 "[[site]]\nserver_names = [\"b.test\"]\n"
-                 "[[site.route]]\nprefix = \"/\"\ndocroot = \"" + (dir / "b").string() + "\"\n"
-                 "[[site]]\nserver_names = [\"old.b.test\"]\n"
-                 "[[site.route]]\nprefix = \"/\"\nredirect = \"https://a.test:" + port_text(tls) +
-                 "{uri}\"\nstatus = 308\n");
+        spit(cfg, "listen = [\"127.0.0.1:" + port_text(plain) + "\"]\n" +
+                      "tls_listen = [\"127.0.0.1:" + port_text(tls) +
+                      "\"]\nhttp2 = true\nhttps_redirect = true\n" + "tls_certificate = \"" +
+                      (c / "default.pem").string() + "\"\n" + "tls_certificate_key = \"" +
+                      (c / "default.key").string() + "\"\n" +
+                      "[[tls]]\nserver_names = [\"a.test\"]\ncertificate = \"" +
+                      (c / "a.pem").string() + "\"\ncertificate_key = \"" + (c / "a.key").string() +
+                      "\"\n[[tls]]\nserver_names = [\"b.test\", \"*.b.test\"]\ncertificate = \"" +
+                      (c / "b.pem").string() + "\"\ncertificate_key = \"" + (c / "b.key").string() +
+                      "\"\n"
+                      "[[site]]\nserver_names = [\"a.test\"]\n"
+                      "headers = { \"Strict-Transport-Security\" = \"max-age=63072000\" }\n"
+                      "[[site.route]]\nprefix = \"/\"\ndocroot = \"" +
+                      (dir / "a").string() +
+                      "\"\n"
+                      "[[site]]\nserver_names = [\"b.test\"]\n"
+                      "[[site.route]]\nprefix = \"/\"\ndocroot = \"" +
+                      (dir / "b").string() +
+                      "\"\n"
+                      "[[site]]\nserver_names = [\"old.b.test\"]\n"
+                      "[[site.route]]\nprefix = \"/\"\nredirect = \"https://a.test:" +
+                      port_text(tls) + "{uri}\"\nstatus = 308\n");
     }
     [[nodiscard]] std::string resolve() const {
         std::string r = "--cacert " + (certs() / "ca.pem").string();
@@ -190,8 +201,8 @@ TEST_F(TlsSitesTest, HostOfAnotherCertificateIsMisdirected) {
         EXPECT_EQ(curl(base + " -H 'Host: localhost'"), "421");
     }
     // Its own name on its own connection is served.
-    EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + resolve() + " https://b.test:" +
-                   port_text(tls) + "/"),
+    EXPECT_EQ(curl("-o /dev/null -w '%{http_code}' " + resolve() +
+                   " https://b.test:" + port_text(tls) + "/"),
               "200");
 }
 
@@ -240,7 +251,8 @@ TEST_F(SitesTest, FieldsErrorPagesAndStripPrefixAroundAnUpstream) {
                   "hide_headers = [\"ETag\"]\n"
                   "headers = { \"Cache-Control\" = \"no-store\" }\n"
                   "[[route]]\nprefix = \"/down/\"\nupstream = \"gone\"\n"
-                  "error_pages = { 502 = \"" + (dir / "502.html").string() + "\" }\n");
+                  "error_pages = { 502 = \"" +
+                  (dir / "502.html").string() + "\" }\n");
     server s(cfg, plain);
     ASSERT_TRUE(s.ready());
     const std::string api = curl("-i " + url("x", "/api/x.txt"));
@@ -326,8 +338,10 @@ TEST_F(SitesTest, CheckConfigNamesTheKeyInOneLine) {
         std::string says;
     } cases[] = {
         {site, "site[1].route: required"},
-        {"[[site]]\nserver_names = [\"a b\"]\n" + route, "site[1].server_names: expected a server name"},
-        {site + route + site + route, "site[2].server_names: \"a.test\" is already a name of site[1]"},
+        {"[[site]]\nserver_names = [\"a b\"]\n" + route,
+         "site[1].server_names: expected a server name"},
+        {site + route + site + route,
+         "site[2].server_names: \"a.test\" is already a name of site[1]"},
         {site + "default = true\n" + route + "[[route]]\nprefix = \"/\"\nrespond = \"hello\"\n",
          "site[1].default: the top-level [[route]] tables already make the default site"},
         {"unknown_host = \"410\"\n", "unknown_host: expected \"default\", \"421\" or \"404\""},
@@ -346,7 +360,8 @@ TEST_F(SitesTest, CheckConfigNamesTheKeyInOneLine) {
          "route[1].fallback: only a docroot route has a fallback file"},
         {"[[route]]\nprefix = \"/\"\ndocroot = \"" + root + "\"\nfallback = \"index.html\"\n",
          "route[1].fallback: must start with \"/\""},
-        {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nheaders = { \"Content-Length\" = \"1\" }\n",
+        {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nheaders = { \"Content-Length\" = \"1\" "
+         "}\n",
          "route[1].headers: \"Content-Length\" is written by the server itself"},
         {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nheaders = { \"X-A\" = 1 }\n",
          "route[1].headers.X-A: expected a string, got 1"},
@@ -354,7 +369,8 @@ TEST_F(SitesTest, CheckConfigNamesTheKeyInOneLine) {
          "route[1].hide_headers: expected a field name"},
         {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nerror_pages = { 200 = \"/x\" }\n",
          "route[1].error_pages.200: expected a status from 400 to 599"},
-        {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nerror_pages = { 404 = \"/nonexistent/404.html\" }\n",
+        {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nerror_pages = { 404 = "
+         "\"/nonexistent/404.html\" }\n",
          "route[1].error_pages.404: cannot read the file /nonexistent/404.html"},
         {site + "[[site.route]]\nprefix = \"/\"\nupstream = \"nope\"\n",
          "site[1].route[1].upstream: no upstream named \"nope\""},
