@@ -79,7 +79,7 @@ public:
     /// The route for `req`: its site by `req.host`, then its target's longest prefix; null if
     /// none matches.
     [[nodiscard]] const route* find(const request_head& req) const noexcept {
-        if (names_.empty()) return find_in(sites_[default_site], req.target);
+        if (names_.empty()) return find_in(sites_[fallback_], req.target);
         if (const auto site = names_.find(req.host)) return find_in(sites_[*site], req.target);
         if (unknown_.target) return &unknown_;
         return find_in(sites_[fallback_], req.target);

@@ -134,6 +134,18 @@ TEST(SiteRouterTest, DefaultSiteCanBeANamedOne) {
     EXPECT_EQ(t.find("a.test", "/"), t.a_root.get());
 }
 
+TEST(SiteRouterTest, ADefaultSiteWithoutNamesTakesEverything) {
+    router r;
+    auto top = std::make_shared<named>();
+    auto only = std::make_shared<named>();
+    r.add("/", top);
+    const std::size_t s = r.add_site({});
+    r.add(s, "/", only);
+    r.set_default_site(s);
+    EXPECT_EQ(r.find(head("a.test", "/x"))->target.get(), only.get());
+    EXPECT_EQ(r.find("/x")->target.get(), only.get());
+}
+
 TEST(SiteRouterTest, UnknownHostAnswerTakesUnnamedHosts) {
     routed t;
     auto refuse = std::make_shared<named>();
