@@ -40,6 +40,9 @@ public:
     [[nodiscard]] virtual std::string_view peer() const noexcept = 0;
     /// The request came over TLS (see session_transport::secure).
     [[nodiscard]] virtual bool secure() const noexcept = 0;
+    /// The certificate its TLS connection was given (see session_transport::certificate); -1
+    /// when plain or unknown.
+    [[nodiscard]] virtual int certificate() const noexcept { return -1; }
 
     /// Writes the status line and fields. The protocol adds Date, Server (unless the head says
     /// otherwise), the framing (Content-Length or Transfer-Encoding) and, for HTTP/1.1,

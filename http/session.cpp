@@ -30,6 +30,10 @@ bool session::request_state::secure() const noexcept {
     return owner->transport_ != nullptr && owner->transport_->secure();
 }
 
+int session::request_state::certificate() const noexcept {
+    return owner->transport_ != nullptr ? owner->transport_->certificate() : -1;
+}
+
 void session::request_state::respond(response_head rh) {
     owner->start_response(rh);
 }
@@ -528,7 +532,7 @@ void session::dispatch() {
         as_exchange().respond(head);
         as_exchange().finish();
     } else {
-        route = settings_->routes != nullptr ? settings_->routes->find(req.target) : nullptr;
+        route = settings_->routes != nullptr ? settings_->routes->find(req) : nullptr;
         state_->stats = route != nullptr ? route->stats : nullptr;
         if (route != nullptr)
             route->target->on_request(as_exchange());

@@ -43,6 +43,9 @@ public:
     [[nodiscard]] virtual std::string_view peer() noexcept { return {}; }
     /// The request came over TLS (its scheme is https): a proxy says so upstream.
     [[nodiscard]] virtual bool secure() const noexcept { return false; }
+    /// Over TLS, which certificate the handshake chose by SNI (0: the default, then in the
+    /// order configured); -1 on a plain connection.
+    [[nodiscard]] virtual int certificate() const noexcept { return -1; }
     /// A response head was written (now, or by a handler answering later): for the access log
     /// and the response metrics. `request` is null when the bytes never made a request; `route`
     /// is the counters of the route that answered (null for the session's own answers).
@@ -209,6 +212,7 @@ private:
         [[nodiscard]] const request_head& request() const noexcept override { return head; }
         [[nodiscard]] std::string_view peer() const noexcept override;
         [[nodiscard]] bool secure() const noexcept override;
+        [[nodiscard]] int certificate() const noexcept override;
         void respond(response_head h) override;
         void write(std::string_view bytes) override;
         void send_file(unique_fd fd, std::uint64_t offset, std::uint64_t length) override;

@@ -77,17 +77,50 @@ struct tls_config {
     friend bool operator==(const tls_config&, const tls_config&) = default;
 };
 
+/// A response field a route or site sets on every answer (`headers`).
+struct header_config {
+    std::string name;
+    std::string value;
+    friend bool operator==(const header_config&, const header_config&) = default;
+};
+
+/// `error_pages`: a file that replaces the server's own answer of one status.
+struct error_page_config {
+    unsigned status = 0;
+    std::filesystem::path file;
+    std::string body; ///< the file as the configuration was read (a reload reads it again)
+    friend bool operator==(const error_page_config&, const error_page_config&) = default;
+};
+
 /// `[[route]]`: what answers requests whose target starts with `prefix` (longest prefix wins).
 struct route_config {
-    enum class kind { hello, files, proxy };
+    enum class kind { hello, files, proxy, redirect };
 
     std::string prefix; ///< starts with "/"
     kind what = kind::hello;
-    std::filesystem::path docroot; ///< kind::files
-    std::string upstream;          ///< kind::proxy: an upstream_config::name
-    std::string cache_control;     ///< kind::files: sent as Cache-Control when not empty
-    bool upgrade = true;           ///< kind::proxy: pass requests to switch protocols on
+    std::filesystem::path docroot;        ///< kind::files
+    std::string upstream;                 ///< kind::proxy: an upstream_config::name
+    std::string cache_control;            ///< kind::files: sent as Cache-Control when not empty
+    bool upgrade = true;                  ///< kind::proxy: pass requests to switch protocols on
+    std::string redirect{};               ///< kind::redirect: the Location, {scheme} {host} {uri}
+    unsigned status = 302;                ///< kind::redirect: 301, 302, 303, 307 or 308
+    bool strip_prefix = false;            ///< kind::proxy: the prefix is taken off the target
+    std::string fallback{};               ///< kind::files: the target a 404 is answered for instead
+    std::vector<header_config> headers{}; ///< set on every answer
+    std::vector<std::string> hide_headers{};      ///< taken out of every answer
+    std::vector<error_page_config> error_pages{}; ///< the server's own answers replaced
     friend bool operator==(const route_config&, const route_config&) = default;
+};
+
+/// `[[site]]`: the routes that answer the requests whose Host is one of `server_names`.
+struct site_config {
+    std::vector<std::string> server_names;      ///< "example.com", "*.example.com"
+    bool is_default = false;                    ///< takes the requests whose Host names no site
+    std::vector<header_config> headers;         ///< set on every answer of its routes
+    std::vector<std::string> hide_headers;      ///< taken out of every answer of its routes
+    std::vector<error_page_config> error_pages; ///< for every route (a route's own win)
+    std::vector<route_config> routes;           ///< [[site.route]]
+    friend bool operator==(const site_config&, const site_config&) = default;
 };
 
 /// Everything a user can tune, with the defaults users of nginx and Node.js expect.
@@ -140,6 +173,12 @@ struct config {
 
     std::vector<route_config> routes;       ///< as configured; see effective_routes()
     std::vector<upstream_config> upstreams; ///< every name a proxy route may use
+
+    // Sites: [[site]] tables; the top-level routes are the default site unless one says
+    // `default = true`.
+    std::vector<site_config> sites;
+    unsigned unknown_host = 0;   ///< a Host no site names: 0 the default site, or 421 or 404
+    bool https_redirect = false; ///< every request on a plain address: 301 to https://
 
     std::optional<std::filesystem::path> config_file; ///< where it was read from, for reload
 };
@@ -202,6 +241,8 @@ std::span<const route_setting> route_settings();
 std::span<const upstream_setting> upstream_settings();
 /// The keys of a `[[tls]]` table.
 std::span<const basic_setting<tls_config>> tls_settings();
+/// The keys of a `[[site]]` table.
+std::span<const basic_setting<site_config>> site_settings();
 
 /// Parses an upstream server: "HOST:PORT" (numeric IP, localhost or a DNS name, port 1-65535,
 /// IPv6 in brackets) or "unix:PATH". Throws config_error naming `what`.

@@ -139,6 +139,17 @@ std::vector<std::string> config_changes(const config& before, const config& afte
         out, "upstream", before.upstreams, after.upstreams,
         [](const upstream_config& a, const upstream_config& b) { return a.name == b.name; },
         [](const upstream_config& u) { return u.name; });
+    list_changes(
+        out, "site", before.sites, after.sites,
+        [](const site_config& a, const site_config& b) {
+            return a.server_names == b.server_names && a.is_default == b.is_default;
+        },
+        [](const site_config& s) {
+            return s.server_names.empty() ? std::string("(default)")
+                                          : text_of(s.server_names.front());
+        });
+    scalar("unknown_host", &config::unknown_host);
+    scalar("https_redirect", &config::https_redirect);
     return out;
 }
 

@@ -15,6 +15,7 @@
 #include <span>
 #include <sstream>
 #include <system_error>
+#include <tuple>
 
 namespace tarry::server {
 namespace config_detail {
@@ -292,27 +293,32 @@ bool valid_upstream_name(std::string_view name) {
 
 } // namespace
 
-void apply_routes(config& c, const setting_value& v) {
+std::vector<route_config> read_routes(const setting_value& v) {
     const toml::node& node = *v.node();
     const toml::array* array = node.as_array();
     if (array == nullptr || !array->is_array_of_tables()) {
-        wrong_type(node, v.what(), "expected [[route]] tables");
+        wrong_type(node, v.what(), "expected [[" + v.what() + "]] tables");
     }
+    // "route[2]", or "site[1].route[2]" for a site's.
+    const auto name_of = [&](std::size_t i) {
+        return v.what() + "[" + std::to_string(i + 1) + "]";
+    };
     std::vector<route_config> routes;
     for (std::size_t i = 0; i < array->size(); ++i) {
         const toml::table& table = *array->get(i)->as_table();
-        const std::string name = route_name(i);
+        const std::string name = name_of(i);
         const toml::source_index line = table.source().begin.line;
         route_config route;
         apply_table(route, table, name, route_settings());
 
-        const std::array choices{"upstream"sv, "docroot"sv, "respond"sv};
+        const std::array choices{"upstream"sv, "docroot"sv, "respond"sv, "redirect"sv};
         std::vector<std::string_view> given;
         for (const std::string_view choice : choices) {
             if (table.contains(choice)) given.push_back(choice);
         }
         if (given.size() != 1) {
-            std::string message = name + ": needs exactly one of upstream, docroot or respond";
+            std::string message =
+                name + ": needs exactly one of upstream, docroot, respond or redirect";
             if (given.size() > 1) {
                 message += ", got ";
                 for (std::size_t j = 0; j < given.size(); ++j) {
@@ -325,24 +331,132 @@ void apply_routes(config& c, const setting_value& v) {
         if (!table.contains("prefix")) {
             throw located_error(line, name + ".prefix: required, such as prefix = \"/api/\"");
         }
-        if (!route.cache_control.empty() && route.what != route_config::kind::files) {
-            throw located_error(table.get("cache_control")->source().begin.line,
-                                name + ".cache_control: only a docroot route sends Cache-Control");
-        }
-        if (table.contains("upgrade") && route.what != route_config::kind::proxy) {
-            throw located_error(table.get("upgrade")->source().begin.line,
-                                name + ".upgrade: only an upstream route passes upgrades on");
+        // Keys that belong to one kind of route, and the kind.
+        using k = route_config::kind;
+        for (const auto& [key, kind, says] :
+             {std::tuple{"cache_control"sv, k::files, "only a docroot route sends Cache-Control"sv},
+              std::tuple{"upgrade"sv, k::proxy, "only an upstream route passes upgrades on"sv},
+              std::tuple{"strip_prefix"sv, k::proxy, "only an upstream route strips its prefix"sv},
+              std::tuple{"fallback"sv, k::files, "only a docroot route has a fallback file"sv},
+              std::tuple{"status"sv, k::redirect, "only a redirect route has a status"sv}}) {
+            if (table.contains(key) && route.what != kind) {
+                throw located_error(table.get(key)->source().begin.line,
+                                    name + "." + std::string(key) + ": " + std::string(says));
+            }
         }
         for (std::size_t j = 0; j < routes.size(); ++j) {
             if (routes[j].prefix == route.prefix) {
                 throw located_error(table.get("prefix")->source().begin.line,
                                     name + ".prefix: " + quote(route.prefix) +
-                                        " is already the prefix of " + route_name(j));
+                                        " is already the prefix of " + name_of(j));
             }
         }
         routes.push_back(std::move(route));
     }
-    c.routes = std::move(routes);
+    return routes;
+}
+
+void apply_routes(config& c, const setting_value& v) {
+    c.routes = read_routes(v);
+}
+
+void apply_sites(config& c, const setting_value& v) {
+    const toml::node& node = *v.node();
+    const toml::array* array = node.as_array();
+    if (array == nullptr || !array->is_array_of_tables())
+        wrong_type(node, v.what(), "expected [[site]] tables");
+    std::vector<site_config> sites;
+    for (std::size_t i = 0; i < array->size(); ++i) {
+        const toml::table& table = *array->get(i)->as_table();
+        const std::string name = "site[" + std::to_string(i + 1) + "]";
+        const toml::source_index line = table.source().begin.line;
+        site_config site;
+        apply_table(site, table, name, site_settings());
+        if (!table.contains("server_names") && !site.is_default)
+            throw located_error(line, name + ".server_names: required (or default = true)");
+        if (site.routes.empty())
+            throw located_error(line, name + ".route: required: at least one [[site.route]] "
+                                             "table after the [[site]] it belongs to");
+        for (std::size_t j = 0; j < sites.size(); ++j) {
+            if (site.is_default && sites[j].is_default)
+                throw located_error(table.get("default")->source().begin.line,
+                                    name + ".default: site[" + std::to_string(j + 1) +
+                                        "] is already the default site");
+            for (const std::string& n : site.server_names)
+                for (const std::string& other : sites[j].server_names)
+                    if (normalize_name(n) == normalize_name(other))
+                        throw located_error(table.get("server_names")->source().begin.line,
+                                            name + ".server_names: " + quote(n) +
+                                                " is already a name of site[" +
+                                                std::to_string(j + 1) + "]");
+        }
+        sites.push_back(std::move(site));
+    }
+    c.sites = std::move(sites);
+}
+
+std::vector<header_config> read_headers(const setting_value& v) {
+    const toml::table* table = v.node()->as_table();
+    if (table == nullptr)
+        wrong_type(*v.node(), v.what(),
+                   "expected a table of fields, such as { \"X-Frame-Options\" = \"DENY\" }");
+    std::vector<header_config> headers;
+    for (const entry& e : in_file_order(*table)) {
+        const std::string what = v.what() + "." + e.key;
+        try {
+            field_name(e.key, v.what(), true);
+            headers.push_back(
+                {e.key, header_value(string_of(*e.value, what, "expected a string"), what)});
+        } catch (const config_error& error) {
+            throw located_error(e.where.line, error.what());
+        }
+    }
+    return headers;
+}
+
+std::vector<std::string> read_field_names(const setting_value& v) {
+    const toml::array* array = v.node()->as_array();
+    if (array == nullptr)
+        wrong_type(*v.node(), v.what(),
+                   "expected an array of field names, such as [\"X-Powered-By\"]");
+    std::vector<std::string> names;
+    for (const toml::node& e : *array) {
+        try {
+            names.push_back(field_name(string_of(e, v.what(), "expected a field name string"),
+                                       v.what(), false));
+        } catch (const config_error& error) {
+            throw located_error(e.source().begin.line, error.what());
+        }
+    }
+    return names;
+}
+
+std::vector<error_page_config> read_error_pages(const setting_value& v) {
+    const toml::table* table = v.node()->as_table();
+    if (table == nullptr)
+        wrong_type(*v.node(), v.what(),
+                   "expected a table of statuses and files, such as { 404 = \"/srv/404.html\" }");
+    std::vector<error_page_config> pages;
+    for (const entry& e : in_file_order(*table)) {
+        const std::string what = v.what() + "." + e.key;
+        try {
+            error_page_config page;
+            const bool digits =
+                e.key.size() == 3 && std::all_of(e.key.begin(), e.key.end(), is_digit);
+            page.status = digits ? static_cast<unsigned>(std::stoul(e.key)) : 0;
+            if (page.status < 400 || page.status > 599)
+                fail(what, "expected a status from 400 to 599 as the key, got " + quote(e.key));
+            page.file = path_value(string_of(*e.value, what, "expected a file path string"), what,
+                                   "a file path");
+            page.body = read_whole_file(page.file, what, "the file " + page.file.string());
+            pages.push_back(std::move(page));
+        } catch (const located_error&) {
+            throw;
+        } catch (const config_error& error) {
+            throw located_error(e.where.line, error.what());
+        }
+    }
+    return pages;
 }
 
 void apply_upstreams(config& c, const setting_value& v) {
@@ -447,8 +561,57 @@ void check_whole(const config& c, const toml::table* file) {
             raise(i, "upstream", message);
         }
     }
+    // A site's routes: the line of the route's key, or of the site's table.
+    const auto site_raise = [&](std::size_t site, std::size_t route, std::string_view key,
+                                const std::string& message) {
+        const toml::array* sites = file != nullptr ? file->get_as<toml::array>("site") : nullptr;
+        const toml::table* table = sites != nullptr ? sites->get_as<toml::table>(site) : nullptr;
+        if (table != nullptr) {
+            const toml::node* node = nullptr;
+            if (const toml::array* routes = table->get_as<toml::array>("route"))
+                if (const toml::table* r = routes->get_as<toml::table>(route)) node = r->get(key);
+            throw located_error(
+                node != nullptr ? node->source().begin.line : table->source().begin.line, message);
+        }
+        throw config_error(message);
+    };
+    const site_config* default_site = nullptr;
+    for (std::size_t i = 0; i < c.sites.size(); ++i) {
+        const std::string site = "site[" + std::to_string(i + 1) + "]";
+        if (c.sites[i].is_default) default_site = &c.sites[i];
+        for (std::size_t j = 0; j < c.sites[i].routes.size(); ++j) {
+            const route_config& r = c.sites[i].routes[j];
+            if (r.what != route_config::kind::proxy ||
+                std::find(names.begin(), names.end(), r.upstream) != names.end())
+                continue;
+            std::string message = site + ".route[" + std::to_string(j + 1) +
+                                  "].upstream: no upstream named " + quote(r.upstream);
+            if (const auto suggestion = closest(r.upstream, names))
+                message += " (did you mean \"" + std::string(*suggestion) + "\"?)";
+            site_raise(i, j, "upstream", message);
+        }
+    }
     const bool has_tls = std::any_of(c.listen.begin(), c.listen.end(),
                                      [](const listen_address& a) { return a.tls; });
+    if (default_site != nullptr && (!c.routes.empty() || c.docroot)) {
+        const std::size_t i = static_cast<std::size_t>(default_site - c.sites.data());
+        site_raise(i, 0, "default",
+                   "site[" + std::to_string(i + 1) + "].default: the top-level " +
+                       (c.docroot ? "docroot" : "[[route]] tables") +
+                       " already make the default site; keep one");
+    }
+    if (default_site != nullptr && c.unknown_host != 0) {
+        const std::size_t i = static_cast<std::size_t>(default_site - c.sites.data());
+        site_raise(i, 0, "default",
+                   "site[" + std::to_string(i + 1) + "].default: unknown_host = \"" +
+                       std::to_string(c.unknown_host) +
+                       "\" answers the requests no site names; keep one");
+    }
+    if (c.https_redirect && !has_tls) {
+        if (const auto line = line_of({}, "https_redirect"))
+            throw located_error(*line, "https_redirect: needs a tls_listen address to send to");
+        throw config_error("https_redirect: needs a tls_listen address to send to");
+    }
     const auto top_raise = [&](std::string_view key, const std::string& message) {
         if (const auto line = line_of({}, key)) throw located_error(*line, message);
         throw config_error(message);
@@ -482,11 +645,12 @@ void check_whole(const config& c, const toml::table* file) {
 
 using namespace config_detail;
 
-namespace {
+namespace config_detail {
 
-std::string read_whole_file(const std::filesystem::path& file, const std::string& name) {
+std::string read_whole_file(const std::filesystem::path& file, const std::string& name,
+                            std::string_view kind) {
     const auto cannot = [&](const std::string& why) -> config_error {
-        return config_error(name + ": cannot read the config file: " + why);
+        return config_error(name + ": cannot read " + std::string(kind) + ": " + why);
     };
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(file, ec);
@@ -503,6 +667,10 @@ std::string read_whole_file(const std::filesystem::path& file, const std::string
     return text;
 }
 
+} // namespace config_detail
+
+namespace {
+
 std::string at_line(const std::string& name, toml::source_index line) {
     return name + ":" + std::to_string(line) + ": ";
 }
@@ -512,7 +680,7 @@ std::string at_line(const std::string& name, toml::source_index line) {
 config load_config_file(const std::filesystem::path& file, config base) {
     const std::string name = file.string();
     if (name.empty()) throw config_error("config file: expected a file name, got an empty string");
-    const std::string text = read_whole_file(file, name);
+    const std::string text = read_whole_file(file, name, "the config file");
 
     toml::table root;
     try {

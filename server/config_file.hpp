@@ -80,6 +80,18 @@ void apply_upstreams(config& c, const setting_value& v);
 /// listen (Tls false) or tls_listen (true): replaces the entries of its kind.
 template <bool Tls> void apply_listen_of(config& c, const setting_value& v);
 void apply_tls_tables(config& c, const setting_value& v);
+/// `[[route]]` tables, or a site's `[[site.route]]` (v.what() names them in messages).
+std::vector<route_config> read_routes(const setting_value& v);
+void apply_sites(config& c, const setting_value& v);
+/// `headers = { Name = "value" }`: fields an answer gets.
+std::vector<header_config> read_headers(const setting_value& v);
+/// `hide_headers = ["Name"]`: fields taken out of answers.
+std::vector<std::string> read_field_names(const setting_value& v);
+/// `error_pages = { 404 = "/srv/404.html" }`: each file read now.
+std::vector<error_page_config> read_error_pages(const setting_value& v);
+/// A whole file; `kind` says what it is in the message if it cannot be read.
+std::string read_whole_file(const std::filesystem::path& file, const std::string& name,
+                            std::string_view kind);
 
 /// "route[1]" for the first route, as messages name it.
 std::string route_name(std::size_t index);

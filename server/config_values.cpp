@@ -251,6 +251,22 @@ std::string header_value(const std::string& text, const std::string& what) {
     return text;
 }
 
+std::string field_name(const std::string& text, const std::string& what, bool set) {
+    const bool token = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+    if (!token) fail(what, "expected a field name such as \"X-Frame-Options\", got " + quote(text));
+    // Written by the server itself, or the message's framing: a second one would contradict it.
+    // (normalize_name spells '-' as '_'.)
+    constexpr std::array<std::string_view, 9> own{
+        "content_length", "transfer_encoding", "connection", "keep_alive", "upgrade", "date",
+        "server",         "content_type",      "location"};
+    if (set && std::find(own.begin(), own.end(), normalize_name(text)) != own.end())
+        fail(what, quote(text) + " is written by the server itself and cannot be set");
+    return text;
+}
+
 // --- Addresses -----------------------------------------------------------------------------------
 
 listen_address host_port(const std::string& text, const bad_value& bad, std::string_view any_host,

@@ -101,6 +101,9 @@ std::filesystem::path path_value(const std::string& text, const std::string& wha
                                  std::string_view kind);
 /// A header field value: visible ASCII and spaces, not empty.
 std::string header_value(const std::string& text, const std::string& what);
+/// A field name (an RFC 9110 token). `set`: one an answer is given (`headers`), which may not be
+/// one the server writes itself or one that frames the message (Content-Length, Date, ...).
+std::string field_name(const std::string& text, const std::string& what, bool set);
 
 /// HOST:PORT with a numeric IPv4 address, an IPv6 address in brackets or localhost. An empty
 /// host becomes `any_host`, or is an error when that is empty too.

@@ -134,6 +134,9 @@ public:
     void wake() noexcept override;
     std::string_view peer() noexcept override;
     [[nodiscard]] bool secure() const noexcept override { return tls_; }
+    [[nodiscard]] int certificate() const noexcept override {
+        return tls_ && !handshaking_ ? tls_stream().certificate() : -1;
+    }
     void responded(const http::request_head* request, http::route_stats* route, unsigned status,
                    std::uint64_t body_bytes) noexcept override;
     std::chrono::steady_clock::time_point request_started() noexcept override;

@@ -88,7 +88,7 @@ void h2_session::dispatch(h2_stream& s) {
         s.finish();
         return;
     }
-    route = settings_->routes != nullptr ? settings_->routes->find(s.head_.target) : nullptr;
+    route = settings_->routes != nullptr ? settings_->routes->find(s.head_) : nullptr;
     s.stats_ = route != nullptr ? route->stats : nullptr;
     if (route != nullptr)
         route->target->on_request(s);

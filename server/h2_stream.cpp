@@ -122,6 +122,10 @@ bool h2_stream::secure() const noexcept {
     return session_->transport_.secure();
 }
 
+int h2_stream::certificate() const noexcept {
+    return session_->transport_.certificate();
+}
+
 void h2_stream::respond(http::response_head h) {
     if (gone_ || status_ != 0) return;
     head_only_ = head_.method == bh::verb::head || h.status == 304 || h.status == 204;

@@ -47,6 +47,7 @@ public:
     [[nodiscard]] const http::request_head& request() const noexcept override { return head_; }
     [[nodiscard]] std::string_view peer() const noexcept override;
     [[nodiscard]] bool secure() const noexcept override;
+    [[nodiscard]] int certificate() const noexcept override;
     void respond(http::response_head h) override;
     void write(std::string_view bytes) override;
     void send_file(http::unique_fd fd, std::uint64_t offset, std::uint64_t length) override;

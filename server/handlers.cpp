@@ -1,10 +1,15 @@
 #include "handlers.hpp"
 
+#include <tarry/http/field_writer.hpp>
 #include <tarry/http/files_handler.hpp>
 #include <tarry/http/hello_handler.hpp>
+#include <tarry/http/mime_types.hpp>
+#include <tarry/http/redirect_handler.hpp>
+#include <tarry/http/route_handler.hpp>
 #include <tarry/upstream/proxy_handler.hpp>
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/beast/core/string.hpp>
 
 #include <algorithm>
 
@@ -48,13 +53,14 @@ upstream::upstream_settings settings_of(const upstream_config& u, const config& 
 /// that routes naming one upstream share its pools and its view of which servers are down.
 struct router_build {
     std::map<std::string, std::shared_ptr<upstream::upstream_group>> groups;
+    std::shared_ptr<const http::name_table> certificates; ///< see certificate_names
 };
 
 using make_fn = std::shared_ptr<http::handler> (*)(const route_config&, const config&,
                                                    handler_context&, router_build&);
 
 // One line per kind of route: adding a handler is its own file plus a line here.
-constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
+constexpr std::array<std::pair<kind, make_fn>, 4> makers{{
     {kind::hello,
      [](const route_config&, const config&, handler_context&, router_build&)
          -> std::shared_ptr<http::handler> { return std::make_shared<http::hello_handler>(); }},
@@ -78,7 +84,90 @@ constexpr std::array<std::pair<kind, make_fn>, 3> makers{{
          }
          return std::make_shared<upstream::proxy_handler>(group, r.upgrade);
      }},
+    {kind::redirect,
+     [](const route_config& r, const config&, handler_context&,
+        router_build&) -> std::shared_ptr<http::handler> {
+         return std::make_shared<http::redirect_handler>(r.redirect, r.status);
+     }},
 }};
+
+/// "https://{host}{uri}", with the port of the first TLS address unless it is 443.
+std::string https_location(const config& cfg) {
+    for (const listen_address& a : cfg.listen) {
+        if (!a.tls) continue;
+        if (a.port == 443) break;
+        return "https://{host}:" + std::to_string(a.port) + "{uri}";
+    }
+    return "https://{host}{uri}";
+}
+
+/// The certificate each server name gets, numbered as make_tls_context loads them (the default
+/// tls_certificate first); null when there is one certificate or none (nothing to check).
+std::shared_ptr<const http::name_table> certificate_names(const config& cfg) {
+    const bool tls = std::any_of(cfg.listen.begin(), cfg.listen.end(),
+                                 [](const listen_address& a) { return a.tls; });
+    const std::size_t first = cfg.tls_certificate ? 1 : 0;
+    if (!tls || first + cfg.tls.size() < 2) return nullptr;
+    auto names = std::make_shared<http::name_table>();
+    for (std::size_t i = 0; i < cfg.tls.size(); ++i)
+        for (const std::string& n : cfg.tls[i].server_names)
+            names->add(n, first + i);
+    return names;
+}
+
+/// What a route changes around its handler: its own headers, hidden fields and error pages
+/// with its site's under them, and the server-wide redirect of plain requests.
+http::route_options options_of(const route_config& r, const site_config* site, const config& cfg,
+                               const std::shared_ptr<const http::name_table>& certificates) {
+    http::route_options o;
+    o.certificates = certificates;
+    const auto same = [](std::string_view a, std::string_view b) {
+        return boost::beast::iequals(a, b);
+    };
+    std::vector<header_config> headers = r.headers;
+    std::vector<std::string> hidden = r.hide_headers;
+    std::vector<error_page_config> pages = r.error_pages;
+    if (site != nullptr) {
+        for (const header_config& h : site->headers)
+            if (std::none_of(headers.begin(), headers.end(),
+                             [&](const header_config& own) { return same(own.name, h.name); }))
+                headers.push_back(h);
+        hidden.insert(hidden.end(), site->hide_headers.begin(), site->hide_headers.end());
+        for (const error_page_config& p : site->error_pages)
+            if (std::none_of(pages.begin(), pages.end(),
+                             [&](const error_page_config& own) { return own.status == p.status; }))
+                pages.push_back(p);
+    }
+    for (const header_config& h : headers) {
+        http::append_field(o.add_fields, h.name, h.value);
+        o.remove_fields.push_back(h.name); // an upstream's field of the name is replaced
+    }
+    o.remove_fields.insert(o.remove_fields.end(), hidden.begin(), hidden.end());
+    for (const error_page_config& p : pages)
+        o.error_pages.push_back(
+            {p.status, std::string(http::mime_type(p.file.filename().string())), p.body});
+    if (r.strip_prefix && r.prefix != "/") o.strip_prefix = r.prefix;
+    o.fallback = r.fallback;
+    if (cfg.https_redirect) o.plain_redirect = https_location(cfg);
+    return o;
+}
+
+/// The route's handler, wrapped in its options when it has any.
+std::shared_ptr<http::handler> with_options(std::shared_ptr<http::handler> h, const route_config& r,
+                                            const site_config* site, const config& cfg,
+                                            router_build& b) {
+    http::route_options o = options_of(r, site, cfg, b.certificates);
+    if (o.empty()) return h;
+    return std::make_shared<http::route_handler>(std::move(h), std::move(o));
+}
+
+std::shared_ptr<http::handler> make_handler(const route_config& route, const site_config* site,
+                                            const config& cfg, handler_context& ctx,
+                                            router_build& b) {
+    for (const auto& [what, make] : makers)
+        if (what == route.what) return with_options(make(route, cfg, ctx, b), route, site, cfg, b);
+    return nullptr;
+}
 
 } // namespace
 
@@ -86,11 +175,34 @@ std::shared_ptr<http::router>
 build_router(const config& cfg, const std::vector<custom_route>& custom, handler_context& ctx) {
     auto r = std::make_shared<http::router>();
     router_build b;
-    for (const route_config& route : effective_routes(cfg)) {
-        for (const auto& [what, make] : makers) {
-            if (what == route.what)
-                r->add(route.prefix, make(route, cfg, ctx, b), &ctx.routes.of(route.prefix));
+    b.certificates = certificate_names(cfg);
+    for (const route_config& route : effective_routes(cfg))
+        r->add(route.prefix, make_handler(route, nullptr, cfg, ctx, b),
+               &ctx.routes.of(route.prefix));
+    for (const site_config& site : cfg.sites) {
+        const std::size_t index = r->add_site(site.server_names);
+        if (site.is_default) r->set_default_site(index);
+        // Metrics: a site's routes under its first name (the labels stay those configured).
+        const std::string label = site.server_names.empty() ? "*" : site.server_names.front();
+        bool root = false;
+        for (const route_config& route : site.routes) {
+            root = root || route.prefix == "/";
+            r->add(index, route.prefix, make_handler(route, &site, cfg, ctx, b),
+                   &ctx.routes.of(label + route.prefix));
         }
+        if (!root) { // what no route takes is the site's 404, with the site's headers
+            route_config none;
+            none.prefix = "/";
+            r->add(index, "/",
+                   with_options(std::make_shared<http::status_handler>(404), none, &site, cfg, b),
+                   &ctx.routes.of(label + "/"));
+        }
+    }
+    if (cfg.unknown_host != 0) {
+        route_config none;
+        r->set_unknown_host(with_options(std::make_shared<http::status_handler>(cfg.unknown_host),
+                                         none, nullptr, cfg, b),
+                            &ctx.routes.of("(unknown host)"));
     }
     for (const custom_route& c : custom)
         r->add(c.prefix, c.make(ctx), &ctx.routes.of(c.prefix));

@@ -87,7 +87,8 @@ std::string man_page(std::string_view version) {
     describe_keys(out, settings());
     out += ".SS ROUTES\n"
            "Each \\fB[[route]]\\fR table sends the requests whose path starts with its prefix to "
-           "exactly one of \\fBupstream\\fR, \\fBdocroot\\fR or \\fBrespond\\fR. The top\\-level "
+           "exactly one of \\fBupstream\\fR, \\fBdocroot\\fR, \\fBrespond\\fR or \\fBredirect\\fR. "
+           "The top\\-level "
            "\\fBdocroot\\fR is shorthand for a route \\(lq/\\(rq; without either, \\(lq/\\(rq "
            "answers Hello, World!\n";
     describe_keys(out, route_settings());
@@ -100,6 +101,12 @@ std::string man_page(std::string_view version) {
            "the name a client sends (SNI); a client that sends none, or one no table lists, gets "
            "\\fBtls_certificate\\fR (or the first table's).\n";
     describe_keys(out, tls_settings());
+    out += ".SS SITES\n"
+           "Each \\fB[[site]]\\fR table answers the requests whose Host (HTTP/2's :authority) is "
+           "one of its server names, with its \\fB[[site.route]]\\fR tables (the keys of "
+           "\\fB[[route]]\\fR); a Host no site names goes to the default site, or gets "
+           "\\fBunknown_host\\fR.\n";
+    describe_keys(out, site_settings());
 
     out += ".SH SIGNALS\n"
            ".TP\n.BR SIGTERM \", \" SIGINT\n"

@@ -54,6 +54,12 @@ std::vector<std::string> preflight(const config& cfg) {
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (cfg.routes[i].what == route_config::kind::files)
             check_docroot(cfg.routes[i].docroot, "route[" + std::to_string(i + 1) + "].docroot");
+    for (std::size_t i = 0; i < cfg.sites.size(); ++i)
+        for (std::size_t j = 0; j < cfg.sites[i].routes.size(); ++j)
+            if (cfg.sites[i].routes[j].what == route_config::kind::files)
+                check_docroot(cfg.sites[i].routes[j].docroot,
+                              "site[" + std::to_string(i + 1) + "].route[" + std::to_string(j + 1) +
+                                  "].docroot");
     if (cfg.access_log) check_log_file(*cfg.access_log, "access_log");
     if (cfg.pid_file) check_log_file(*cfg.pid_file, "pid_file");
     for (const listen_address& a : cfg.listen)

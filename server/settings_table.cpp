@@ -120,6 +120,27 @@ void apply_proxy(config& c, const setting_value& v) {
     c.routes.push_back(std::move(route));
 }
 
+// redirect = "URL": a Location with only the placeholders redirect_handler fills in.
+void apply_redirect(route_config& r, const setting_value& v) {
+    const std::string& text = read_string(v, R"(expected a URL such as "https://{host}{uri}")");
+    const std::string checked = header_value(text, v.what());
+    std::string_view rest = checked;
+    for (std::size_t open = rest.find('{'); open != std::string_view::npos; open = rest.find('{')) {
+        rest.remove_prefix(open);
+        const std::size_t close = rest.find('}');
+        const std::string_view name =
+            rest.substr(0, close == std::string_view::npos ? rest.size() : close + 1);
+        if (name != "{scheme}" && name != "{host}" && name != "{uri}")
+            fail(v.what(),
+                 "unknown placeholder " + quote(name) + " (expected {scheme}, {host} or {uri})");
+        rest.remove_prefix(name.size());
+    }
+    r.redirect = text;
+    r.what = route_config::kind::redirect;
+}
+
+constexpr count_rule redirect_status_rule{300, 308, {}};
+
 // Each row names only the fields it sets and leaves the rest at their defaults, which GCC's
 // -Wextra reports for designated initializers all the same (GCC bug 96868).
 #pragma GCC diagnostic push
@@ -453,6 +474,39 @@ constexpr std::array setting_rows{
             .type = "TABLE",
             .help = "[upstream.NAME] tables: the servers a route proxies to (see UPSTREAMS).",
             .apply = apply_upstreams},
+    // Sites, redirects and headers.
+    setting{.key = "site",
+            .type = "TABLE",
+            .help = "[[site]] tables: the routes for the requests whose Host is one of a site's "
+                    "server_names (see SITES).",
+            .apply = apply_sites},
+    setting{.key = "unknown_host",
+            .type = "STRING",
+            .help = "What answers a request whose Host names no [[site]]: \"default\" (the "
+                    "default site: the one with default = true, else the top-level routes), "
+                    "\"421\" (Misdirected Request) or \"404\".",
+            .default_text = R"("default")",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    constexpr std::string_view expected = R"(expected "default", "421" or "404")";
+                    const std::string& text = read_string(v, expected);
+                    if (text == "default")
+                        c.unknown_host = 0;
+                    else if (text == "421")
+                        c.unknown_host = 421;
+                    else if (text == "404")
+                        c.unknown_host = 404;
+                    else
+                        fail(v.what(), std::string(expected) + ", got " + quote(text));
+                }},
+    setting{
+        .key = "https_redirect",
+        .type = "BOOL",
+        .help = "Answer every request on a plain (listen) address with a 301 to the same "
+                "host and URI over https://, at the port of the first tls_listen address "
+                "(nginx's `return 301 https://$host$request_uri;` in a server on port 80).",
+        .default_text = "false",
+        .apply = [](config& c, const setting_value& v) { c.https_redirect = read_bool(v, true); }},
     setting{.flag = "--check-config", .help = "Validate the configuration and exit."},
     setting{.flag = "--version", .help = "Print the version and exit."},
     setting{.flag = "--help", .help = "Print this help and exit."},
@@ -518,6 +572,105 @@ constexpr std::array route_rows{
                 r.cache_control = header_value(
                     read_string(v, R"(expected a string such as "public, max-age=60")"), v.what());
             }},
+    // Redirects, headers and nginx's routing idioms.
+    route_setting{.key = "redirect",
+                  .type = "URL",
+                  .help = "Answer with a redirect to this Location: a URL in which {scheme}, "
+                          "{host} (the request's, without the port) and {uri} (path and query) "
+                          "are filled in, such as \"https://{host}{uri}\".",
+                  .apply = apply_redirect},
+    route_setting{.key = "status",
+                  .type = "N",
+                  .help = "Only with redirect: 301, 302, 303, 307 or 308.",
+                  .default_text = "302",
+                  .apply =
+                      [](route_config& r, const setting_value& v) {
+                          const auto n = read_count(v, redirect_status_rule);
+                          if (n != 301 && n != 302 && n != 303 && n != 307 && n != 308)
+                              fail(v.what(),
+                                   "expected 301, 302, 303, 307 or 308, got " + std::to_string(n));
+                          r.status = static_cast<unsigned>(n);
+                      }},
+    route_setting{.key = "strip_prefix",
+                  .type = "BOOL",
+                  .help = "Only with upstream: the route's prefix is taken off the target before "
+                          "it goes upstream (\"/api/x\" goes as \"/x\"), as nginx's "
+                          "`proxy_pass http://app/;` does.",
+                  .default_text = "false",
+                  .apply = [](route_config& r,
+                              const setting_value& v) { r.strip_prefix = read_bool(v, true); }},
+    route_setting{.key = "fallback",
+                  .type = "PATH",
+                  .help = "Only with docroot: a GET or HEAD for a file that does not exist is "
+                          "answered with this one (\"/index.html\" for a single-page "
+                          "application: nginx's `try_files $uri /index.html`).",
+                  .apply =
+                      [](route_config& r, const setting_value& v) {
+                          const std::string& text =
+                              read_string(v, R"(expected a path such as "/index.html")");
+                          if (!text.starts_with('/'))
+                              fail(v.what(), "must start with \"/\", got " + quote(text));
+                          r.fallback = header_value(text, v.what());
+                      }},
+    route_setting{
+        .key = "headers",
+        .type = "TABLE",
+        .help = "Fields set on every answer of the route, errors included: "
+                "{ \"Strict-Transport-Security\" = \"max-age=63072000\" }. A field "
+                "of the same name in the answer (an upstream's) is replaced.",
+        .apply = [](route_config& r, const setting_value& v) { r.headers = read_headers(v); }},
+    route_setting{.key = "hide_headers",
+                  .type = "NAMES",
+                  .help = "Fields taken out of every answer of the route, such as an upstream's "
+                          "[\"X-Powered-By\"] (nginx's proxy_hide_header).",
+                  .apply = [](route_config& r,
+                              const setting_value& v) { r.hide_headers = read_field_names(v); }},
+    route_setting{.key = "error_pages",
+                  .type = "TABLE",
+                  .help = "Files that replace the server's own answers of these statuses (not an "
+                          "upstream's): { 404 = \"/srv/www/404.html\" }. Read at start and "
+                          "on reload.",
+                  .apply = [](route_config& r,
+                              const setting_value& v) { r.error_pages = read_error_pages(v); }},
+};
+
+constexpr std::array site_rows{
+    basic_setting<site_config>{
+        .key = "server_names",
+        .type = "NAMES",
+        .help = "The names whose requests this site answers (the Host, or HTTP/2's :authority, "
+                "without port, case or a trailing dot): \"example.com\", or \"*.example.com\" "
+                "for one label more. Required unless default = true.",
+        .apply = [](site_config& s, const setting_value& v) { s.server_names = read_names(v); }},
+    basic_setting<site_config>{
+        .key = "default",
+        .type = "BOOL",
+        .help = "This site answers the requests whose Host names no site (in place of the "
+                "top-level routes, which must then be absent).",
+        .default_text = "false",
+        .apply = [](site_config& s, const setting_value& v) { s.is_default = read_bool(v, true); }},
+    basic_setting<site_config>{
+        .key = "headers",
+        .type = "TABLE",
+        .help = "Fields set on every answer of the site's routes (a route's own win).",
+        .apply = [](site_config& s, const setting_value& v) { s.headers = read_headers(v); }},
+    basic_setting<site_config>{
+        .key = "hide_headers",
+        .type = "NAMES",
+        .help = "Fields taken out of every answer of the site's routes.",
+        .apply = [](site_config& s,
+                    const setting_value& v) { s.hide_headers = read_field_names(v); }},
+    basic_setting<site_config>{
+        .key = "error_pages",
+        .type = "TABLE",
+        .help = "Error pages for every route of the site (a route's own win).",
+        .apply = [](site_config& s,
+                    const setting_value& v) { s.error_pages = read_error_pages(v); }},
+    basic_setting<site_config>{
+        .key = "route",
+        .type = "TABLE",
+        .help = "[[site.route]] tables: the site's routes, with the keys of [[route]].",
+        .apply = [](site_config& s, const setting_value& v) { s.routes = read_routes(v); }},
 };
 
 constexpr std::array upstream_rows{
@@ -635,6 +788,10 @@ std::span<const upstream_setting> upstream_settings() {
 
 std::span<const basic_setting<tls_config>> tls_settings() {
     return tls_rows;
+}
+
+std::span<const basic_setting<site_config>> site_settings() {
+    return site_rows;
 }
 
 std::vector<route_config> effective_routes(const config& cfg) {

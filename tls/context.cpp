@@ -286,6 +286,11 @@ SSL_CTX* context::for_name(const char* name) const noexcept {
     return ctxs_.front();
 }
 
+std::uint8_t context::index_of(const SSL_CTX* ctx) const noexcept {
+    const auto at = std::find(ctxs_.begin(), ctxs_.end(), ctx);
+    return at == ctxs_.end() ? 0 : static_cast<std::uint8_t>(at - ctxs_.begin());
+}
+
 SSL* context::new_ssl(int fd) const noexcept {
     SSL* ssl = SSL_new(ctxs_.front());
     if (ssl == nullptr) return nullptr;

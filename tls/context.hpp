@@ -70,6 +70,9 @@ public:
     /// The SSL_CTX for a server name (SNI): an exact name, then a wildcard, then the default. A
     /// trailing dot (a fully qualified "example.com.") is ignored, as nginx does.
     [[nodiscard]] SSL_CTX* for_name(const char* name) const noexcept;
+    /// Which certificate `ctx` is, in the order of the settings (0: the default), for a request
+    /// to check that its Host belongs to the certificate its connection was given.
+    [[nodiscard]] std::uint8_t index_of(const SSL_CTX* ctx) const noexcept;
 
 private:
     struct named {

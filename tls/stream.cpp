@@ -336,6 +336,7 @@ step stream::handshake(int fd) noexcept {
     if (r == 1) {
         resumed_ = SSL_session_reused(ssl_) == 1;
         suite_ = suite_index(ssl_);
+        certificate_ = hs_->ctx->index_of(SSL_get_SSL_CTX(ssl_));
         const unsigned char* alpn = nullptr;
         unsigned alpn_len = 0;
         SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);

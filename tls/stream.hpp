@@ -85,6 +85,8 @@ public:
     [[nodiscard]] std::uint8_t suite() const noexcept { return suite_; }
     /// Whether ALPN chose h2 (after the handshake).
     [[nodiscard]] bool h2() const noexcept { return h2_; }
+    /// The certificate SNI chose (context::index_of), after the handshake.
+    [[nodiscard]] std::uint8_t certificate() const noexcept { return certificate_; }
     /// Whether the records are tarry's own (TLS 1.3), not an OpenSSL object's.
     [[nodiscard]] bool own_records() const noexcept { return ssl_ == nullptr; }
     /// The limit on records without data this connection went past (its recv() failed, EPROTO).
@@ -170,6 +172,7 @@ private:
     record_protection write_;
     handshake_failure failure_ = handshake_failure::other;
     std::uint8_t suite_ = suite_names.size() - 1;
+    std::uint8_t certificate_ = 0; ///< context::index_of the one SNI chose
     bool started_ = false;
     bool resumed_ = false;
     bool peer_closed_ = false; ///< close_notify (or the TCP end) came in
