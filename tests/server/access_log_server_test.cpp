@@ -3,6 +3,8 @@
 // User-Agent through curl, and the fields beside nginx's variables.
 #include "server_fixture.hpp"
 
+#include "log_file.hpp"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,11 +20,6 @@ namespace tarry::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 class AccessLogServerTest : public ServerTest {
 protected:

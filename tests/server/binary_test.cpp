@@ -269,13 +269,6 @@ TEST(BinaryTest, ASecondStopSignalEndsADrainHeldOpenByARequestAtOnce) {
     EXPECT_EQ(p->end_signal(), 0) << "ended by signal";
 }
 
-std::string slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 TEST(BinaryTest, AnAccessLogLineReachesTheFileWhileTheServerRuns) {
     const auto dir =
         std::filesystem::temp_directory_path() / ("tarry_log_" + std::to_string(::getpid()));

@@ -4,6 +4,8 @@
 // status (nginx's $upstream_*). Every check reads the log line of a response a real client read.
 #include "proxy_fixture.hpp"
 
+#include "server/log_file.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,11 +15,6 @@ namespace tarry::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 class ProxyAccessLogTest : public ProxyTest {
 protected:
