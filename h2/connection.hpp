@@ -54,6 +54,17 @@ struct request {
     bool end_stream = false; ///< no body follows
 };
 
+/// A deadline the owner keeps for the connection (on_watch): the connection reads no clock, its
+/// owner's timeouts do, and expired() says which ran out.
+enum class watch : std::uint8_t {
+    body,     ///< a stream's request body: the gap between its DATA (the owner's body timeout)
+    stall,    ///< a stream's DATA held by the peer's windows: no progress (send timeout)
+    block,    ///< a frame, or a field block in CONTINUATIONs, incomplete: a total (header timeout)
+    settings, ///< our SETTINGS unacknowledged (SETTINGS_TIMEOUT)
+    ping,     ///< the graceful stop's PING unanswered
+};
+inline constexpr std::size_t watch_kinds = 5;
+
 /// What the connection tells its owner. Each call may call back into the connection (respond,
 /// data, reset...), with the owner's own output string.
 class connection_owner {
@@ -78,6 +89,12 @@ public:
     /// The connection is ending on an error (the GOAWAY is written already): every stream's
     /// on_reset() follows.
     virtual void on_connection_error(error_code /*code*/) {}
+    /// A deadline starts (`on`) or ends: for `stream` (body, stall) or for the connection
+    /// (stream 0: block, settings, ping). `on` again while on is activity: body and stall start
+    /// again from now; block starts again only when a new frame begins after a complete one.
+    /// Every deadline is off once its stream or the connection is gone. When one runs out, the
+    /// owner calls expired().
+    virtual void on_watch(std::uint32_t /*stream*/, watch /*what*/, bool /*on*/) {}
 
 protected:
     ~connection_owner() = default;
@@ -161,6 +178,13 @@ public:
     void shutdown(std::string& out);
     void finish_shutdown(std::string& out);
 
+    /// The owner's deadline `what` (on_watch) ran out: a body gap or a stall resets the stream
+    /// (RST_STREAM(NO_ERROR) if its response went out whole, as RFC 9113 8.1 lets a server stop
+    /// a request it no longer needs, else CANCEL); an incomplete block ends the connection
+    /// (GOAWAY(ENHANCE_YOUR_CALM)), an unacknowledged SETTINGS too (GOAWAY(SETTINGS_TIMEOUT));
+    /// the graceful PING's wait ends with the final GOAWAY (finish_shutdown).
+    void expired(std::uint32_t stream, watch what, std::string& out);
+
     /// No stream is open.
     [[nodiscard]] bool idle() const noexcept { return !table_ || table_->empty(); }
     /// Nothing new will come: a connection error, or a GOAWAY either way with no stream left.
@@ -223,6 +247,13 @@ private:
     void flush(std::string& out);
     void notify_writable();
     void maybe_close(std::uint32_t id, std::string& out);
+    /// Tells the owner a stream's deadline starts, goes on (activity) or ends.
+    void watch_stream(stream& s, watch what, bool on);
+    /// The body deadline: on while the peer is to send more and the owner takes it.
+    void watch_body(stream& s) {
+        watch_stream(s, watch::body, !s.remote_closed && !s.paused && s.in.empty());
+    }
+    void watch_connection(watch what, bool on);
 
     void stream_error(std::uint32_t id, error_code code, std::string& out);
     void connection_error(error_code code, std::string& out, std::string_view debug = {});
@@ -258,6 +289,7 @@ private:
     bool goaway_received_ = false;
     bool shutdown_ping_ = false; ///< the graceful PING is out, waiting for its ACK
     bool data_discard_ = false;  ///< the DATA frame in progress goes nowhere
+    std::uint8_t watching_ = 0;  ///< the connection's deadlines on (bits by watch)
 };
 
 } // namespace tarry::h2
