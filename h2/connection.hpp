@@ -272,6 +272,7 @@ private:
     window recv_window_;                 ///< ours for its DATA
     std::uint32_t held_ = 0;             ///< body bytes received and not taken by the owner
     std::uint32_t recv_initial_ = 65535; ///< each stream's receive window, as the peer knows it
+    std::uint32_t announced_window_ = 65535; ///< the one our SETTINGS announced, once acked
     std::uint32_t last_stream_ = 0;      ///< the highest stream the peer opened
     std::uint32_t goaway_last_ = max_stream_id; ///< streams past this are ignored
     std::uint32_t closed_[2] = {};              ///< the last streams closed, for STREAM_CLOSED

@@ -80,6 +80,8 @@ inline constexpr count_rule max_connections_rule{0, toml_int_max,
                                                  "derived from the open-file limit"};
 inline constexpr count_rule expire_batch_rule{1, toml_int_max, ""};
 inline constexpr count_rule max_idle_rule{0, 65535, "no pooling"};
+inline constexpr count_rule http2_streams_rule{1, std::numeric_limits<std::uint32_t>::max(), ""};
+inline constexpr count_rule http2_window_rule{0, 2147483647, ""}; // 2^31-1 (RFC 9113 6.9.1)
 
 /// "expected an integer from 0 to 1024 (0: one per core)".
 std::string count_expected(const count_rule& rule);

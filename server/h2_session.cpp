@@ -1,6 +1,11 @@
 #include "h2_session.hpp"
 
+#include "client_kinds.hpp"
+#include "close_reason.hpp"
+#include "worker_settings.hpp"
+
 #include <tarry/http/method_gate.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
 
 #include <algorithm>
 
@@ -15,12 +20,103 @@ h2::workspace& workspace() noexcept {
 
 } // namespace
 
-h2_session::h2_session(const h2::connection_config& config, const http::session_settings& settings,
-                       http::session_transport& transport)
-    : settings_(&settings), transport_(transport), conn_(config, *this, workspace()) {}
+h2_session::h2_session(const h2::connection_config& config, const worker_settings& settings,
+                       timeouts::timeout_registry& registry, http::session_transport& transport)
+    : settings_(&settings.session), worker_settings_(&settings), registry_(&registry),
+      transport_(transport), conn_(config, *this, workspace()) {}
 
 h2_session::~h2_session() {
     abort();
+}
+
+// Deadlines.
+
+void h2_deadline::expired() noexcept {
+    session->expired(*this);
+}
+
+void h2_session::on_watch(std::uint32_t stream, h2::watch what, bool on) {
+    std::unique_ptr<h2_deadline>* at = &deadlines_;
+    while (*at && ((*at)->stream != stream || (*at)->what != what))
+        at = &(*at)->next;
+    if (!on) {
+        if (*at) *at = std::move((*at)->next); // its entry leaves its list with it
+        return;
+    }
+    if (*at) {
+        timeouts::timeout_registry::touch((*at)->entry); // activity: from now
+        return;
+    }
+    const worker_settings& ws = *worker_settings_;
+    if (!ws.timeouts) return;
+    const timeouts::timeout_kind* kind = &client_kinds::h2_ack;
+    timeouts::clock::duration d = ws.h2_ack;
+    switch (what) {
+    case h2::watch::body:
+        kind = &client_kinds::h2_body;
+        d = ws.body;
+        break;
+    case h2::watch::stall:
+        kind = &client_kinds::h2_stall;
+        d = ws.send;
+        break;
+    case h2::watch::block:
+        kind = &client_kinds::h2_block;
+        d = ws.header;
+        break;
+    case h2::watch::settings:
+    case h2::watch::ping:
+        break;
+    }
+    auto fresh = std::make_unique<h2_deadline>(*this, stream, what);
+    registry_->enroll(fresh->entry, *kind, d); // may throw: nothing kept then
+    fresh->next = std::move(deadlines_);
+    deadlines_ = std::move(fresh);
+}
+
+std::unique_ptr<h2_deadline> h2_session::unlink(const h2_deadline& d) noexcept {
+    for (std::unique_ptr<h2_deadline>* at = &deadlines_; *at; at = &(*at)->next) {
+        if (at->get() != &d) continue;
+        std::unique_ptr<h2_deadline> gone = std::move(*at);
+        *at = std::move(gone->next);
+        return gone;
+    }
+    return nullptr;
+}
+
+void h2_session::expired(h2_deadline& d) noexcept {
+    const std::uint32_t id = d.stream;
+    const h2::watch what = d.what;
+    unlink(d); // freed: its entry is unlinked already
+    if (!worker_settings_->timeouts) return; // a reload turned timeouts off since
+    try {
+        std::string& out = output();
+        switch (what) {
+        case h2::watch::body:
+            // As HTTP/1.1 answers a body that stopped coming: 408 if nothing was answered yet
+            // (then RST_STREAM(NO_ERROR) once it is out whole), the handler told it is over.
+            if (h2_stream* s = find(id); s != nullptr && !s->over_ && s->status_ == 0) {
+                http::deferred* answer = s->finished_ ? nullptr : s->answer_;
+                s->answer_ = nullptr;
+                if (answer != nullptr) answer->on_abort();
+                s->respond_text(408, "Request Timeout\n");
+            }
+            break;
+        case h2::watch::block:
+            timed_out_ = static_cast<std::uint8_t>(close_reason::header_timeout);
+            break;
+        case h2::watch::settings:
+        case h2::watch::stall:
+        case h2::watch::ping:
+            break;
+        }
+        conn_.expired(id, what, out);
+    } catch (...) {
+        // Out of memory for a frame: the connection ends as it is.
+        broken_ = true;
+        abort();
+    }
+    transport_.wake(); // the frames out, then whatever comes of them (a close)
 }
 
 std::size_t h2_session::consume(const char* data, std::size_t size, std::string& out) {
@@ -64,6 +160,10 @@ void h2_session::retire(h2_stream& s) noexcept {
 
 void h2_session::on_request(std::uint32_t id, const h2::request& r) {
     ++started_;
+    // max_requests_per_connection: the graceful GOAWAY (RFC 9113 6.8) once it is reached; the
+    // streams the client opened meanwhile are still served.
+    if (settings_->max_requests != 0 && started_ >= settings_->max_requests)
+        conn_.shutdown(output());
     streams_.push_back(std::make_unique<h2_stream>(*this, id));
     h2_stream& s = *streams_.back();
     thread_local std::string block;
@@ -177,6 +277,7 @@ void h2_session::output_drained() {
 }
 
 void h2_session::abort() noexcept {
+    deadlines_.reset();
     while (!streams_.empty()) {
         h2_stream& s = *streams_.back();
         s.gone_ = true;
