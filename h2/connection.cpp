@@ -307,7 +307,7 @@ void connection::on_block(std::uint32_t id, std::uint8_t flags, bytes block,
         ws_.block.clear();
         encode_status(ws_.block, 431);
         write_headers(out, id, ws_.block, true, peer_.max_frame_size);
-        if (!end_stream) write_rst_stream(out, id, error_code::no_error);
+        if (!end_stream) send_rst_stream(out, id, error_code::no_error);
         remember_closed(id | reset_here);
         count_reset(out);
         return;
@@ -676,7 +676,7 @@ std::size_t connection::room(std::uint32_t id) const noexcept {
 
 void connection::reset(std::uint32_t id, error_code code, std::string& out) {
     if (find(id) == nullptr || phase_ == phase::closed) return;
-    write_rst_stream(out, id, code);
+    send_rst_stream(out, id, code);
     erase(id, out);
     remember_closed(id | reset_here);
     if (code != error_code::no_error) count_reset(out);
@@ -758,6 +758,19 @@ void connection::maybe_close(std::uint32_t id, std::string& out) {
     erase(id, out);
 }
 
+// Frames the owner counts.
+
+void connection::send_rst_stream(std::string& out, std::uint32_t id, error_code code) {
+    write_rst_stream(out, id, code);
+    owner_.on_reset_sent(code);
+}
+
+void connection::send_goaway(std::string& out, std::uint32_t last, error_code code,
+                             std::string_view debug) {
+    write_goaway(out, last, code, debug);
+    owner_.on_goaway_sent(code);
+}
+
 // The owner's deadlines.
 
 void connection::watch_stream(stream& s, watch what, bool on) {
@@ -784,7 +797,7 @@ void connection::expired(std::uint32_t id, watch what, std::string& out) {
         s->watching = static_cast<std::uint8_t>(s->watching & ~bit(what));
         if (s->local_closed) {
             // Answered whole: the rest of the request is not needed (RFC 9113 8.1).
-            write_rst_stream(out, id, error_code::no_error);
+            send_rst_stream(out, id, error_code::no_error);
             ++requests_;
             erase(id, out);
             remember_closed(id | reset_here);
@@ -816,7 +829,7 @@ void connection::goaway(error_code code, std::string& out, std::string_view debu
         connection_error(code, out, debug);
         return;
     }
-    write_goaway(out, last_stream_, code, debug);
+    send_goaway(out, last_stream_, code, debug);
     goaway_sent_ = true;
     goaway_last_ = last_stream_;
     shutdown_ping_ = false;
@@ -825,7 +838,7 @@ void connection::goaway(error_code code, std::string& out, std::string_view debu
 
 void connection::shutdown(std::string& out) {
     if (phase_ == phase::closed || goaway_sent_ || shutdown_ping_) return;
-    write_goaway(out, max_stream_id, error_code::no_error);
+    send_goaway(out, max_stream_id, error_code::no_error);
     write_ping(out, shutdown_opaque, false);
     shutdown_ping_ = true;
     watch_connection(watch::ping, true);
@@ -843,7 +856,7 @@ bool connection::closing() const noexcept {
 
 void connection::stream_error(std::uint32_t id, error_code code, std::string& out) {
     if (phase_ == phase::closed) return;
-    write_rst_stream(out, id, code);
+    send_rst_stream(out, id, code);
     const bool known = find(id) != nullptr;
     if (known) erase(id, out);
     remember_closed(id | reset_here);
@@ -853,7 +866,7 @@ void connection::stream_error(std::uint32_t id, error_code code, std::string& ou
 
 void connection::connection_error(error_code code, std::string& out, std::string_view debug) {
     if (phase_ == phase::closed) return;
-    write_goaway(out, last_stream_, code, debug);
+    send_goaway(out, last_stream_, code, debug);
     phase_ = phase::closed;
     goaway_sent_ = true;
     shutdown_ping_ = false;

@@ -95,6 +95,9 @@ public:
     /// Every deadline is off once its stream or the connection is gone. When one runs out, the
     /// owner calls expired().
     virtual void on_watch(std::uint32_t /*stream*/, watch /*what*/, bool /*on*/) {}
+    /// A GOAWAY, an RST_STREAM went into the output with this code (the owner's counters).
+    virtual void on_goaway_sent(error_code /*code*/) {}
+    virtual void on_reset_sent(error_code /*code*/) {}
 
 protected:
     ~connection_owner() = default;
@@ -247,6 +250,9 @@ private:
     void flush(std::string& out);
     void notify_writable();
     void maybe_close(std::uint32_t id, std::string& out);
+    void send_rst_stream(std::string& out, std::uint32_t id, error_code code);
+    void send_goaway(std::string& out, std::uint32_t last, error_code code,
+                     std::string_view debug = {});
     /// Tells the owner a stream's deadline starts, goes on (activity) or ends.
     void watch_stream(stream& s, watch what, bool on);
     /// The body deadline: on while the peer is to send more and the owner takes it.

@@ -41,7 +41,8 @@ bool connection::take_preface(io_state& io, bool& undecided) {
 }
 
 void connection::start_h2() {
-    auto s = std::make_unique<h2_session>(ctx_.settings.h2, ctx_.settings, ctx_.registry, *this);
+    auto s = std::make_unique<h2_session>(ctx_.settings.h2, ctx_.settings, ctx_.registry,
+                                          ctx_.metrics, *this);
     h2_session& h = *s;
     ctx_.h2s.by_connection[this] = std::move(s);
     h2_ = true;
@@ -174,6 +175,21 @@ bool connection::h2_timeout() noexcept {
         return true;
     default:
         return false; // send, linger: as HTTP/1.1
+    }
+}
+
+void connection::goaway_h2() noexcept {
+    // Best effort, never waiting: the client learns that no stream of its was lost and opens a
+    // new connection for its next request. Output in the batch of sends is left alone.
+    if (sending_) return;
+    try {
+        io_state& io = this->io();
+        io.out.erase(0, io.out_off);
+        io.out_off = 0;
+        session_h2().close_idle(io.out);
+        [[maybe_unused]] const ssize_t n = send_some(io.out.data(), io.out.size());
+    } catch (...) {
+        // out of memory: close without the courtesy
     }
 }
 

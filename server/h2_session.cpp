@@ -2,6 +2,7 @@
 
 #include "client_kinds.hpp"
 #include "close_reason.hpp"
+#include "worker_metrics.hpp"
 #include "worker_settings.hpp"
 
 #include <tarry/http/method_gate.hpp>
@@ -21,12 +22,34 @@ h2::workspace& workspace() noexcept {
 } // namespace
 
 h2_session::h2_session(const h2::connection_config& config, const worker_settings& settings,
-                       timeouts::timeout_registry& registry, http::session_transport& transport)
+                       timeouts::timeout_registry& registry, worker_metrics& metrics,
+                       http::session_transport& transport)
     : settings_(&settings.session), worker_settings_(&settings), registry_(&registry),
-      transport_(transport), conn_(config, *this, workspace()) {}
+      metrics_(&metrics), transport_(transport), conn_(config, *this, workspace()) {
+    metrics.h2.connections.add();
+}
 
 h2_session::~h2_session() {
     abort();
+    metrics_->h2.connections.add(-1);
+}
+
+namespace {
+
+/// An error code's counter (the codes of RFC 9113 section 7; the last slot any other).
+std::size_t slot(h2::error_code code) noexcept {
+    const auto c = static_cast<std::size_t>(code);
+    return c + 1 < worker_metrics::h2_counters::codes ? c : worker_metrics::h2_counters::codes - 1;
+}
+
+} // namespace
+
+void h2_session::on_goaway_sent(h2::error_code code) {
+    metrics_->h2.goaways[slot(code)].add();
+}
+
+void h2_session::on_reset_sent(h2::error_code code) {
+    metrics_->h2.resets_sent[slot(code)].add();
 }
 
 // Deadlines.
@@ -160,11 +183,13 @@ void h2_session::retire(h2_stream& s) noexcept {
 
 void h2_session::on_request(std::uint32_t id, const h2::request& r) {
     ++started_;
+    metrics_->h2.streams_total.add();
     // max_requests_per_connection: the graceful GOAWAY (RFC 9113 6.8) once it is reached; the
     // streams the client opened meanwhile are still served.
     if (settings_->max_requests != 0 && started_ >= settings_->max_requests)
         conn_.shutdown(output());
     streams_.push_back(std::make_unique<h2_stream>(*this, id));
+    metrics_->h2.streams.add(); // until the stream's done()
     h2_stream& s = *streams_.back();
     thread_local std::string block;
     to_request_head(r, s.head_, block);
@@ -244,7 +269,7 @@ void h2_session::on_body_end(std::uint32_t id, std::span<const h2::field> traile
 }
 
 void h2_session::on_reset(std::uint32_t id, h2::error_code code, bool by_peer) {
-    (void)code, (void)by_peer;
+    if (by_peer) metrics_->h2.resets_received[slot(code)].add();
     h2_stream* s = find(id);
     if (s == nullptr || s->over_) return;
     s->gone_ = true;

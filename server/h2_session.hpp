@@ -40,6 +40,7 @@ class timeout_registry;
 namespace tarry::server {
 
 struct worker_settings;
+struct worker_metrics;
 class h2_session;
 
 /// One of an HTTP/2 connection's deadlines (h2::watch) for one stream (0: the connection's),
@@ -60,9 +61,11 @@ struct h2_deadline {
 class h2_session final : public h2::connection_owner {
 public:
     /// `config` and `settings` outlive the session (the worker's; a reload swaps settings in
-    /// place), as does `registry`, where its deadlines are enrolled. `transport`: the connection.
+    /// place), as do `registry`, where its deadlines are enrolled, and `metrics`, its worker's
+    /// counters. `transport`: the connection.
     h2_session(const h2::connection_config& config, const worker_settings& settings,
-               timeouts::timeout_registry& registry, http::session_transport& transport);
+               timeouts::timeout_registry& registry, worker_metrics& metrics,
+               http::session_transport& transport);
     h2_session(const h2_session&) = delete;
     h2_session& operator=(const h2_session&) = delete;
     ~h2_session();
@@ -117,6 +120,8 @@ private:
     void on_reset(std::uint32_t id, h2::error_code code, bool by_peer) override;
     void on_writable(std::uint32_t id) override;
     void on_watch(std::uint32_t stream, h2::watch what, bool on) override;
+    void on_goaway_sent(h2::error_code code) override;
+    void on_reset_sent(h2::error_code code) override;
 
     friend struct h2_deadline;
     /// A deadline ran out (its entry is unlinked): dropped, then acted on.
@@ -138,6 +143,7 @@ private:
     const http::session_settings* settings_;
     const worker_settings* worker_settings_;
     timeouts::timeout_registry* registry_;
+    worker_metrics* metrics_;
     http::session_transport& transport_;
     h2::connection conn_;
     std::vector<std::unique_ptr<h2_stream>> streams_; ///< requests whose answer is not done

@@ -1,6 +1,7 @@
 #include "h2_stream.hpp"
 
 #include "h2_session.hpp"
+#include "worker_metrics.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -293,6 +294,7 @@ http::response_record h2_stream::record() const noexcept {
 void h2_stream::done() noexcept {
     if (over_) return;
     over_ = true;
+    session_->metrics_->h2.streams.add(-1);
     if (status_ != 0 && session_->settings_->record_responses)
         session_->transport_.completed(record());
     session_->retire(*this);

@@ -18,6 +18,16 @@ using namespace std::chrono_literals;
 namespace tarry::test {
 namespace {
 
+/// A sum of the workers' HTTP/2 counters: `pick` chooses one.
+template <class Pick> std::int64_t h2_metric(server::server& s, Pick pick) {
+    std::int64_t n = 0;
+    for (auto& w : s.workers())
+        n += pick(w->metrics().h2).get();
+    return n;
+}
+
+using h2_counters = server::worker_metrics::h2_counters;
+
 class H2cTest : public ServerTest {
 protected:
     std::filesystem::path dir =
@@ -154,6 +164,13 @@ TEST_F(H2cTest, PythonResetStopsTheAnswerAndTheConnectionGoesOn) {
     EXPECT_EQ(r.output, "reset 200\n");
     EXPECT_TRUE(eventually([&] { return counts.aborted.load() == 1; }));
     EXPECT_TRUE(eventually([&] { return counts.alive.load() == 0; }));
+    // /metrics: the client's reset by its code, the streams, no connection left.
+    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.resets_received[8]; }), 1);
+    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.streams_total; }), 2);
+    EXPECT_TRUE(eventually([&] {
+        return h2_metric(*srv, [](h2_counters& h) -> auto& { return h.streams; }) == 0 &&
+               h2_metric(*srv, [](h2_counters& h) -> auto& { return h.connections; }) == 0;
+    }));
 }
 
 TEST_F(H2cTest, IdlePastKeepAliveTimeoutGetsGoawayThenTheClose) {
@@ -219,6 +236,7 @@ TEST_F(H2cTest, HeadersThatStopWhileAStreamIsBusyEndTheConnection) {
     const run_result r = python("slow-headers /stream");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "goaway 11\neof\n"); // ENHANCE_YOUR_CALM
+    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.goaways[11]; }), 1);
     EXPECT_GE(steady::now() - started, 300ms);
     EXPECT_TRUE(
         eventually([&] { return closes(*srv, server::close_reason::header_timeout) == 1; }));
@@ -233,6 +251,7 @@ TEST_F(H2cTest, StreamHeldAtAZeroWindowIsResetAndTheConnectionGoesOn) {
     const run_result r = python("zero-window /big.bin");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "reset 8\nping\n"); // CANCEL
+    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.resets_sent[8]; }), 1);
     EXPECT_GE(steady::now() - started, 300ms);
 }
 
@@ -243,6 +262,7 @@ TEST_F(H2cTest, SettingsNeverAcknowledgedIsSettingsTimeout) {
     const run_result r = python("no-ack");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "goaway 4\neof\n");
+    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.goaways[4]; }), 1);
     EXPECT_GE(steady::now() - started, 300ms);
 }
 
