@@ -309,6 +309,30 @@ TEST_F(H2cTest, MaxConnectionAgeEndsTheConnectionGracefully) {
     EXPECT_GE(steady::now() - started, 300ms);
 }
 
+TEST_F(H2cTest, PressureTakesAnIdleH2ConnectionWithAGoaway) {
+    cfg.max_connections = 1;
+    cfg.keep_alive_min_timeout = 0ms;
+    start();
+    run_result r;
+    std::thread client([&] { r = python("get /"); });
+    // Idle once its one request is answered.
+    EXPECT_TRUE(eventually([&] {
+        return h2_metric(*srv, [](h2_counters& h) -> auto& { return h.streams_total; }) == 1 &&
+               in_phase(*srv, server::conn_phase::keep_alive) == 1;
+    }));
+    {
+        test_client newcomer(port); // past max_connections: the idle one goes for it
+        ASSERT_TRUE(newcomer.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        const auto answer = newcomer.read_response(5s);
+        ASSERT_TRUE(answer);
+        EXPECT_EQ(answer->status, 200);
+    }
+    client.join();
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "13 ended\ngoaway 0 1\neof\n"); // NO_ERROR, its last stream
+    EXPECT_EQ(closes(*srv, server::close_reason::pressure), 1);
+}
+
 TEST_F(H2cTest, GracefulStopLetsAStreamInFlightFinish) {
     slow_stream::shape s;
     s.pieces = 20;
