@@ -67,7 +67,6 @@ void connection::start(std::string& out) {
         std::min<std::size_t>(config_.header_limits.max_list_size, settings::unlimited));
     ours.enable_connect_protocol = config_.enable_connect_protocol ? 1 : 0;
     write_settings(out, ours);
-    announced_window_ = ours.initial_window_size;
     settings_pending_ = true;
     watch_connection(watch::settings, true);
     const std::uint32_t target = connection_target(config_);
@@ -502,9 +501,8 @@ void connection::on_settings(const frame_header& h, bytes payload, std::string& 
         if (!settings_pending_) return;
         settings_pending_ = false;
         watch_connection(watch::settings, false);
-        // Our stream window now holds for every stream, open ones too (6.9.2): the one we
-        // announced, whatever the configuration says since (a reload).
-        const std::uint32_t ours = announced_window_;
+        // Our stream window now holds for every stream, open ones too (6.9.2).
+        const std::uint32_t ours = std::min(config_.initial_window_size, max_window);
         const std::int64_t delta = std::int64_t{ours} - recv_initial_;
         recv_initial_ = ours;
         if (table_)

@@ -278,7 +278,6 @@ private:
     window recv_window_;                 ///< ours for its DATA
     std::uint32_t held_ = 0;             ///< body bytes received and not taken by the owner
     std::uint32_t recv_initial_ = 65535; ///< each stream's receive window, as the peer knows it
-    std::uint32_t announced_window_ = 65535; ///< the one our SETTINGS announced, once acked
     std::uint32_t last_stream_ = 0;      ///< the highest stream the peer opened
     std::uint32_t goaway_last_ = max_stream_id; ///< streams past this are ignored
     std::uint32_t closed_[2] = {};              ///< the last streams closed, for STREAM_CLOSED
@@ -291,12 +290,13 @@ private:
     std::uint16_t preface_seen_ = 0; ///< client preface bytes matched so far
     std::uint16_t rr_ = 0;           ///< where the next round robin starts
     phase phase_ = phase::preface;
-    bool settings_pending_ = false;
-    bool goaway_sent_ = false;
-    bool goaway_received_ = false;
-    bool shutdown_ping_ = false; ///< the graceful PING is out, waiting for its ACK
-    bool data_discard_ = false;  ///< the DATA frame in progress goes nowhere
-    std::uint8_t watching_ = 0;  ///< the connection's deadlines on (bits by watch)
+    // Flags in one byte, the deadlines in the next: the object keeps its size.
+    bool settings_pending_ : 1 = false;
+    bool goaway_sent_ : 1 = false;
+    bool goaway_received_ : 1 = false;
+    bool shutdown_ping_ : 1 = false; ///< the graceful PING is out, waiting for its ACK
+    bool data_discard_ : 1 = false;  ///< the DATA frame in progress goes nowhere
+    std::uint8_t watching_ = 0;      ///< the connection's deadlines on (bits by watch)
 };
 
 } // namespace tarry::h2

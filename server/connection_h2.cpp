@@ -41,8 +41,7 @@ bool connection::take_preface(io_state& io, bool& undecided) {
 }
 
 void connection::start_h2() {
-    auto s = std::make_unique<h2_session>(ctx_.settings.h2, ctx_.settings, ctx_.registry,
-                                          ctx_.metrics, *this);
+    auto s = std::make_unique<h2_session>(ctx_, *this);
     h2_session& h = *s;
     ctx_.h2s.by_connection[this] = std::move(s);
     h2_ = true;

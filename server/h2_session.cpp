@@ -2,6 +2,7 @@
 
 #include "client_kinds.hpp"
 #include "close_reason.hpp"
+#include "connection_context.hpp"
 #include "worker_metrics.hpp"
 #include "worker_settings.hpp"
 
@@ -21,17 +22,22 @@ h2::workspace& workspace() noexcept {
 
 } // namespace
 
-h2_session::h2_session(const h2::connection_config& config, const worker_settings& settings,
-                       timeouts::timeout_registry& registry, worker_metrics& metrics,
-                       http::session_transport& transport)
-    : settings_(&settings.session), worker_settings_(&settings), registry_(&registry),
-      metrics_(&metrics), transport_(transport), conn_(config, *this, workspace()) {
-    metrics.h2.connections.add();
+h2_session::h2_session(const connection_context& ctx, http::session_transport& transport)
+    : ctx_(&ctx), transport_(transport), conn_(ctx.settings.h2, *this, workspace()) {
+    ctx.metrics.h2.connections.add();
 }
 
 h2_session::~h2_session() {
     abort();
-    metrics_->h2.connections.add(-1);
+    metrics().h2.connections.add(-1);
+}
+
+const http::session_settings& h2_session::settings() const noexcept {
+    return ctx_->settings.session;
+}
+
+worker_metrics& h2_session::metrics() const noexcept {
+    return ctx_->metrics;
 }
 
 namespace {
@@ -45,11 +51,11 @@ std::size_t slot(h2::error_code code) noexcept {
 } // namespace
 
 void h2_session::on_goaway_sent(h2::error_code code) {
-    metrics_->h2.goaways[slot(code)].add();
+    metrics().h2.goaways[slot(code)].add();
 }
 
 void h2_session::on_reset_sent(h2::error_code code) {
-    metrics_->h2.resets_sent[slot(code)].add();
+    metrics().h2.resets_sent[slot(code)].add();
 }
 
 // Deadlines.
@@ -70,7 +76,7 @@ void h2_session::on_watch(std::uint32_t stream, h2::watch what, bool on) {
         timeouts::timeout_registry::touch((*at)->entry); // activity: from now
         return;
     }
-    const worker_settings& ws = *worker_settings_;
+    const worker_settings& ws = ctx_->settings;
     if (!ws.timeouts) return;
     const timeouts::timeout_kind* kind = &client_kinds::h2_ack;
     timeouts::clock::duration d = ws.h2_ack;
@@ -92,7 +98,7 @@ void h2_session::on_watch(std::uint32_t stream, h2::watch what, bool on) {
         break;
     }
     auto fresh = std::make_unique<h2_deadline>(*this, stream, what);
-    registry_->enroll(fresh->entry, *kind, d); // may throw: nothing kept then
+    ctx_->registry.enroll(fresh->entry, *kind, d); // may throw: nothing kept then
     fresh->next = std::move(deadlines_);
     deadlines_ = std::move(fresh);
 }
@@ -111,7 +117,7 @@ void h2_session::expired(h2_deadline& d) noexcept {
     const std::uint32_t id = d.stream;
     const h2::watch what = d.what;
     unlink(d); // freed: its entry is unlinked already
-    if (!worker_settings_->timeouts) return; // a reload turned timeouts off since
+    if (!worker_settings().timeouts) return; // a reload turned timeouts off since
     try {
         std::string& out = output();
         switch (what) {
@@ -183,20 +189,20 @@ void h2_session::retire(h2_stream& s) noexcept {
 
 void h2_session::on_request(std::uint32_t id, const h2::request& r) {
     ++started_;
-    metrics_->h2.streams_total.add();
+    metrics().h2.streams_total.add();
     // max_requests_per_connection: the graceful GOAWAY (RFC 9113 6.8) once it is reached; the
     // streams the client opened meanwhile are still served.
-    if (settings_->max_requests != 0 && started_ >= settings_->max_requests)
+    if (settings().max_requests != 0 && started_ >= settings().max_requests)
         conn_.shutdown(output());
     streams_.push_back(std::make_unique<h2_stream>(*this, id));
-    metrics_->h2.streams.add(); // until the stream's done()
+    metrics().h2.streams.add(); // until the stream's done()
     h2_stream& s = *streams_.back();
     thread_local std::string block;
     to_request_head(r, s.head_, block);
     s.body_done_ = r.end_stream;
-    if (settings_->record_responses) s.started_ = transport_.request_started();
+    if (settings().record_responses) s.started_ = transport_.request_started();
     if (r.content_length >= 0 &&
-        static_cast<std::uint64_t>(r.content_length) > settings_->max_body_bytes)
+        static_cast<std::uint64_t>(r.content_length) > settings().max_body_bytes)
         s.respond_text(413, "Content Too Large\n");
     else
         dispatch(s);
@@ -213,7 +219,7 @@ void h2_session::dispatch(h2_stream& s) {
         s.finish();
         return;
     }
-    route = settings_->routes != nullptr ? settings_->routes->find(s.head_.target) : nullptr;
+    route = settings().routes != nullptr ? settings().routes->find(s.head_.target) : nullptr;
     s.stats_ = route != nullptr ? route->stats : nullptr;
     if (route != nullptr)
         route->target->on_request(s);
@@ -237,7 +243,7 @@ std::size_t h2_session::on_body(std::uint32_t id, std::string_view bytes) {
     h2_stream* s = find(id);
     if (s == nullptr || s->over_ || s->gone_) return bytes.size(); // answered: thrown away
     s->received_ += bytes.size();
-    if (s->received_ > settings_->max_body_bytes) {
+    if (s->received_ > settings().max_body_bytes) {
         // Past the limit: the answer is told the client went (its request cannot be whole),
         // and the client hears 413 if nothing was answered yet; what else comes is dropped.
         http::deferred* d = s->finished_ ? nullptr : s->answer_;
@@ -269,7 +275,7 @@ void h2_session::on_body_end(std::uint32_t id, std::span<const h2::field> traile
 }
 
 void h2_session::on_reset(std::uint32_t id, h2::error_code code, bool by_peer) {
-    if (by_peer) metrics_->h2.resets_received[slot(code)].add();
+    if (by_peer) metrics().h2.resets_received[slot(code)].add();
     h2_stream* s = find(id);
     if (s == nullptr || s->over_) return;
     s->gone_ = true;

@@ -33,13 +33,9 @@
 #include <string>
 #include <vector>
 
-namespace tarry::timeouts {
-class timeout_registry;
-}
-
 namespace tarry::server {
 
-struct worker_settings;
+struct connection_context;
 struct worker_metrics;
 class h2_session;
 
@@ -60,12 +56,10 @@ struct h2_deadline {
 
 class h2_session final : public h2::connection_owner {
 public:
-    /// `config` and `settings` outlive the session (the worker's; a reload swaps settings in
-    /// place), as do `registry`, where its deadlines are enrolled, and `metrics`, its worker's
-    /// counters. `transport`: the connection.
-    h2_session(const h2::connection_config& config, const worker_settings& settings,
-               timeouts::timeout_registry& registry, worker_metrics& metrics,
-               http::session_transport& transport);
+    /// `ctx`, the worker's (its settings, swapped in place by a reload; the timeout registry
+    /// its deadlines enroll in; its counters), outlives the session. `transport`: the
+    /// connection.
+    h2_session(const connection_context& ctx, http::session_transport& transport);
     h2_session(const h2_session&) = delete;
     h2_session& operator=(const h2_session&) = delete;
     ~h2_session();
@@ -140,10 +134,10 @@ private:
         if (!consuming_) transport_.wake();
     }
 
-    const http::session_settings* settings_;
-    const worker_settings* worker_settings_;
-    timeouts::timeout_registry* registry_;
-    worker_metrics* metrics_;
+    [[nodiscard]] const http::session_settings& settings() const noexcept;
+    [[nodiscard]] worker_metrics& metrics() const noexcept;
+
+    const connection_context* ctx_; ///< one pointer for all the worker's: an idle session is small
     http::session_transport& transport_;
     h2::connection conn_;
     std::vector<std::unique_ptr<h2_stream>> streams_; ///< requests whose answer is not done
