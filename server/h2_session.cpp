@@ -77,7 +77,7 @@ void h2_session::on_watch(std::uint32_t stream, h2::watch what, bool on) {
         return;
     }
     const worker_settings& ws = ctx_->settings;
-    if (!ws.timeouts) return;
+    if (!ws.timeouts || aborted_) return;
     const timeouts::timeout_kind* kind = &client_kinds::h2_ack;
     timeouts::clock::duration d = ws.h2_ack;
     switch (what) {
@@ -308,6 +308,7 @@ void h2_session::output_drained() {
 }
 
 void h2_session::abort() noexcept {
+    aborted_ = true;
     deadlines_.reset();
     while (!streams_.empty()) {
         h2_stream& s = *streams_.back();

@@ -146,7 +146,8 @@ private:
     std::unique_ptr<h2_deadline> deadlines_;          ///< the deadlines running; none while idle
     std::uint32_t started_ = 0;
     bool consuming_ = false;
-    bool broken_ = false; ///< out of memory while a deadline acted: close as it is
+    bool broken_ = false;  ///< out of memory while a deadline acted: close as it is
+    bool aborted_ = false; ///< the connection went: no deadline starts any more
     std::uint8_t timed_out_ = 0;
 };
 
