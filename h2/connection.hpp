@@ -194,7 +194,7 @@ public:
     /// The owner closes once its output is written.
     [[nodiscard]] bool closing() const noexcept;
     /// Our SETTINGS wait for their ACK (the owner's SETTINGS_TIMEOUT).
-    [[nodiscard]] bool settings_pending() const noexcept { return settings_pending_; }
+    [[nodiscard]] bool settings_pending() const noexcept { return settings_pending_ != 0; }
     /// A stream is gathering its field block (the owner's header timeout applies).
     [[nodiscard]] bool receiving_headers() const noexcept { return gather_ != nullptr; }
     /// Streams answered whole; streams reset by either side.
@@ -290,12 +290,13 @@ private:
     std::uint16_t preface_seen_ = 0; ///< client preface bytes matched so far
     std::uint16_t rr_ = 0;           ///< where the next round robin starts
     phase phase_ = phase::preface;
-    // Flags in one byte, the deadlines in the next: the object keeps its size.
-    bool settings_pending_ : 1 = false;
-    bool goaway_sent_ : 1 = false;
-    bool goaway_received_ : 1 = false;
-    bool shutdown_ping_ : 1 = false; ///< the graceful PING is out, waiting for its ACK
-    bool data_discard_ : 1 = false;  ///< the DATA frame in progress goes nowhere
+    // Flags in one byte, the deadlines in the next: the object keeps its size. (Unsigned bits
+    // rather than bool ones: GCC 12's -fsanitize=bool misreads a bool bit-field's byte.)
+    std::uint8_t settings_pending_ : 1 = 0;
+    std::uint8_t goaway_sent_ : 1 = 0;
+    std::uint8_t goaway_received_ : 1 = 0;
+    std::uint8_t shutdown_ping_ : 1 = 0; ///< the graceful PING is out, waiting for its ACK
+    std::uint8_t data_discard_ : 1 = 0;  ///< the DATA frame in progress goes nowhere
     std::uint8_t watching_ = 0;      ///< the connection's deadlines on (bits by watch)
 };
 
