@@ -297,7 +297,7 @@ private:
     std::uint8_t goaway_received_ : 1 = 0;
     std::uint8_t shutdown_ping_ : 1 = 0; ///< the graceful PING is out, waiting for its ACK
     std::uint8_t data_discard_ : 1 = 0;  ///< the DATA frame in progress goes nowhere
-    std::uint8_t watching_ = 0;      ///< the connection's deadlines on (bits by watch)
+    std::uint8_t watching_ = 0;          ///< the connection's deadlines on (bits by watch)
 };
 
 } // namespace tarry::h2

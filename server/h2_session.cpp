@@ -116,7 +116,7 @@ std::unique_ptr<h2_deadline> h2_session::unlink(const h2_deadline& d) noexcept {
 void h2_session::expired(h2_deadline& d) noexcept {
     const std::uint32_t id = d.stream;
     const h2::watch what = d.what;
-    unlink(d); // freed: its entry is unlinked already
+    unlink(d);                               // freed: its entry is unlinked already
     if (!worker_settings().timeouts) return; // a reload turned timeouts off since
     try {
         std::string& out = output();

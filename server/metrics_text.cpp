@@ -268,7 +268,8 @@ void render_h2(std::string& out, const std::vector<worker*>& ws) {
                              std::array<counter, h2c::codes> h2c::*which) {
         family(out, name, "counter", help);
         for (std::size_t c = 0; c < h2c::codes; ++c) {
-            const std::int64_t n = sum(ws, [&](worker_metrics& m) { return (m.h2.*which)[c].get(); });
+            const std::int64_t n =
+                sum(ws, [&](worker_metrics& m) { return (m.h2.*which)[c].get(); });
             if (n == 0 && c != 0) continue; // a code never sent is left out (NO_ERROR always in)
             fmt::format_to(std::back_inserter(out), "{}{{code=\"{}\"}} {}\n", name,
                            c + 1 < h2c::codes ? h2::to_string(static_cast<h2::error_code>(c))

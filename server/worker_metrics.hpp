@@ -101,9 +101,9 @@ struct worker_metrics {
     /// 14 of RFC 9113 section 7, the last slot any other).
     struct h2_counters {
         static constexpr std::size_t codes = 15;
-        counter connections;   ///< open, speaking HTTP/2
-        counter streams;       ///< requests being answered
-        counter streams_total; ///< requests received
+        counter connections;                        ///< open, speaking HTTP/2
+        counter streams;                            ///< requests being answered
+        counter streams_total;                      ///< requests received
         std::array<counter, codes> goaways;         ///< GOAWAY frames sent
         std::array<counter, codes> resets_sent;     ///< RST_STREAM frames sent
         std::array<counter, codes> resets_received; ///< the peer's RST_STREAM on an open stream

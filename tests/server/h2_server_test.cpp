@@ -165,11 +165,17 @@ TEST_F(H2cTest, PythonResetStopsTheAnswerAndTheConnectionGoesOn) {
     EXPECT_TRUE(eventually([&] { return counts.aborted.load() == 1; }));
     EXPECT_TRUE(eventually([&] { return counts.alive.load() == 0; }));
     // /metrics: the client's reset by its code, the streams, no connection left.
-    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.resets_received[8]; }), 1);
-    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.streams_total; }), 2);
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.resets_received[8]; }),
+              1);
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.streams_total; }),
+              2);
     EXPECT_TRUE(eventually([&] {
-        return h2_metric(*srv, [](h2_counters& h) -> auto& { return h.streams; }) == 0 &&
-               h2_metric(*srv, [](h2_counters& h) -> auto& { return h.connections; }) == 0;
+        return h2_metric(
+                   *srv, [](h2_counters & h) -> auto& { return h.streams; }) == 0 &&
+               h2_metric(
+                   *srv, [](h2_counters & h) -> auto& { return h.connections; }) == 0;
     }));
 }
 
@@ -236,7 +242,9 @@ TEST_F(H2cTest, HeadersThatStopWhileAStreamIsBusyEndTheConnection) {
     const run_result r = python("slow-headers /stream");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "goaway 11\neof\n"); // ENHANCE_YOUR_CALM
-    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.goaways[11]; }), 1);
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.goaways[11]; }),
+              1);
     EXPECT_GE(steady::now() - started, 300ms);
     EXPECT_TRUE(
         eventually([&] { return closes(*srv, server::close_reason::header_timeout) == 1; }));
@@ -251,7 +259,9 @@ TEST_F(H2cTest, StreamHeldAtAZeroWindowIsResetAndTheConnectionGoesOn) {
     const run_result r = python("zero-window /big.bin");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "reset 8\nping\n"); // CANCEL
-    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.resets_sent[8]; }), 1);
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.resets_sent[8]; }),
+              1);
     EXPECT_GE(steady::now() - started, 300ms);
 }
 
@@ -262,7 +272,9 @@ TEST_F(H2cTest, SettingsNeverAcknowledgedIsSettingsTimeout) {
     const run_result r = python("no-ack");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "goaway 4\neof\n");
-    EXPECT_EQ(h2_metric(*srv, [](h2_counters& h) -> auto& { return h.goaways[4]; }), 1);
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.goaways[4]; }),
+              1);
     EXPECT_GE(steady::now() - started, 300ms);
 }
 
@@ -317,7 +329,8 @@ TEST_F(H2cTest, PressureTakesAnIdleH2ConnectionWithAGoaway) {
     std::thread client([&] { r = python("get /"); });
     // Idle once its one request is answered.
     EXPECT_TRUE(eventually([&] {
-        return h2_metric(*srv, [](h2_counters& h) -> auto& { return h.streams_total; }) == 1 &&
+        return h2_metric(
+                   *srv, [](h2_counters & h) -> auto& { return h.streams_total; }) == 1 &&
                in_phase(*srv, server::conn_phase::keep_alive) == 1;
     }));
     {
