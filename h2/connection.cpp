@@ -38,6 +38,11 @@ std::uint32_t connection_target(const connection_config& c) noexcept {
     return std::max<std::uint32_t>(c.connection_window, window::initial);
 }
 
+/// A deadline's bit in stream::watching and the connection's own.
+constexpr std::uint8_t bit(watch w) noexcept {
+    return static_cast<std::uint8_t>(1U << static_cast<unsigned>(w));
+}
+
 } // namespace
 
 struct connection::gathering {
@@ -63,6 +68,7 @@ void connection::start(std::string& out) {
     ours.enable_connect_protocol = config_.enable_connect_protocol ? 1 : 0;
     write_settings(out, ours);
     settings_pending_ = true;
+    watch_connection(watch::settings, true);
     const std::uint32_t target = connection_target(config_);
     if (target > static_cast<std::uint32_t>(window::initial)) {
         write_window_update(out, 0, target - window::initial);
@@ -82,12 +88,26 @@ std::size_t connection::consume(const char* data, std::size_t size, std::string&
         }
         preface_seen_ = static_cast<std::uint16_t>(preface_seen_ + n);
         at = n;
-        if (preface_seen_ < client_preface.size()) return at;
-        phase_ = phase::first_settings;
     }
-    const auto* p = reinterpret_cast<const std::uint8_t*>(data);
-    at += consume_frames(bytes(p + at, size - at), out);
-    return phase_ == phase::closed ? size : at;
+    if (preface_seen_ == client_preface.size()) {
+        if (phase_ == phase::preface) phase_ = phase::first_settings;
+        const auto* p = reinterpret_cast<const std::uint8_t*>(data);
+        at += consume_frames(bytes(p + at, size - at), out);
+    }
+    if (phase_ == phase::closed) return size;
+    // An incomplete frame, or a field block in CONTINUATIONs, is held to a total: one that is
+    // trickled a byte at a time must not hold a connection whose streams are busy. A frame
+    // that begins after complete ones (and outside a block) has its own total.
+    const bool watched = (watching_ & bit(watch::block)) != 0;
+    if (gather_)
+        watch_connection(watch::block, true); // told once: a total from the HEADERS on
+    else if (at == size)
+        watch_connection(watch::block, false);
+    else if (!watched)
+        watch_connection(watch::block, true);
+    else if (at != 0)
+        owner_.on_watch(0, watch::block, true); // a new frame began: its own total, from now
+    return at;
 }
 
 std::size_t connection::consume_frames(bytes in, std::string& out) {
@@ -261,6 +281,7 @@ void connection::on_block(std::uint32_t id, std::uint8_t flags, bytes block,
             return;
         }
         s->remote_closed = true;
+        watch_body(*s);
         if (s->paused || !s->in.empty()) {
             s->end_pending = true; // told after the body, without the trailers
             return;
@@ -285,7 +306,7 @@ void connection::on_block(std::uint32_t id, std::uint8_t flags, bytes block,
         ws_.block.clear();
         encode_status(ws_.block, 431);
         write_headers(out, id, ws_.block, true, peer_.max_frame_size);
-        if (!end_stream) write_rst_stream(out, id, error_code::no_error);
+        if (!end_stream) send_rst_stream(out, id, error_code::no_error);
         remember_closed(id | reset_here);
         count_reset(out);
         return;
@@ -304,6 +325,7 @@ void connection::on_block(std::uint32_t id, std::uint8_t flags, bytes block,
     stream* s = open(id);
     s->remote_closed = end_stream;
     s->content_length = checks.content_length;
+    watch_body(*s);
     const auto first_regular =
         std::find_if(ws_.fields.begin(), ws_.fields.end(),
                      [](const field& f) { return !request_checks::pseudo(f.name); });
@@ -388,6 +410,7 @@ void connection::on_data(const frame_reader::result& r, std::string& out) {
                         s->in.append(piece.substr(took));
                         s->paused = true;
                     }
+                    watch_body(*s); // bytes came: the gap starts again (off if paused)
                     replenish(*s, out);
                 }
             }
@@ -405,6 +428,7 @@ void connection::on_data(const frame_reader::result& r, std::string& out) {
         return;
     }
     s->remote_closed = true;
+    watch_body(*s);
     if (s->paused || !s->in.empty()) {
         s->end_pending = true;
         return;
@@ -455,6 +479,7 @@ void connection::deliver(std::uint32_t id, std::string& out) {
         }
     }
     s->paused = false;
+    watch_body(*s); // the peer may send again: the gap starts now
     replenish(*s, out);
     if (!s->end_pending) return;
     s->end_pending = false;
@@ -475,6 +500,7 @@ void connection::on_settings(const frame_header& h, bytes payload, std::string& 
     if (h.has(flag::ack)) {
         if (!settings_pending_) return;
         settings_pending_ = false;
+        watch_connection(watch::settings, false);
         // Our stream window now holds for every stream, open ones too (6.9.2).
         const std::uint32_t ours = std::min(config_.initial_window_size, max_window);
         const std::int64_t delta = std::int64_t{ours} - recv_initial_;
@@ -608,6 +634,9 @@ std::size_t connection::data(std::uint32_t id, std::string_view body, bool end, 
     const std::size_t queue = std::min(body.size() - sent, room(id));
     s->out.append(body.substr(sent, queue));
     sent += queue;
+    // Held by the peer's windows from now (progress, in send_one, starts it again).
+    if (s->queued() != 0 && (s->watching & bit(watch::stall)) == 0)
+        watch_stream(*s, watch::stall, true);
     if (sent < body.size()) {
         s->want_room = true;
     } else if (end) {
@@ -645,7 +674,7 @@ std::size_t connection::room(std::uint32_t id) const noexcept {
 
 void connection::reset(std::uint32_t id, error_code code, std::string& out) {
     if (find(id) == nullptr || phase_ == phase::closed) return;
-    write_rst_stream(out, id, code);
+    send_rst_stream(out, id, code);
     erase(id, out);
     remember_closed(id | reset_here);
     if (code != error_code::no_error) count_reset(out);
@@ -682,6 +711,7 @@ bool connection::send_one(stream& s, std::string& out) {
         s.out_at = 0;
     }
     if (last) s.local_closed = true;
+    watch_stream(s, watch::stall, s.queued() != 0 && !s.local_closed); // progress, or done
     return true;
 }
 
@@ -726,6 +756,69 @@ void connection::maybe_close(std::uint32_t id, std::string& out) {
     erase(id, out);
 }
 
+// Frames the owner counts.
+
+void connection::send_rst_stream(std::string& out, std::uint32_t id, error_code code) {
+    write_rst_stream(out, id, code);
+    owner_.on_reset_sent(code);
+}
+
+void connection::send_goaway(std::string& out, std::uint32_t last, error_code code,
+                             std::string_view debug) {
+    write_goaway(out, last, code, debug);
+    owner_.on_goaway_sent(code);
+}
+
+// The owner's deadlines.
+
+void connection::watch_stream(stream& s, watch what, bool on) {
+    const std::uint8_t b = bit(what);
+    if (!on && (s.watching & b) == 0) return;
+    s.watching = static_cast<std::uint8_t>(on ? s.watching | b : s.watching & ~b);
+    owner_.on_watch(s.id, what, on);
+}
+
+void connection::watch_connection(watch what, bool on) {
+    const std::uint8_t b = bit(what);
+    if (on == ((watching_ & b) != 0)) return; // connection deadlines are totals: told once
+    watching_ = static_cast<std::uint8_t>(on ? watching_ | b : watching_ & ~b);
+    owner_.on_watch(0, what, on);
+}
+
+void connection::expired(std::uint32_t id, watch what, std::string& out) {
+    if (phase_ == phase::closed) return;
+    switch (what) {
+    case watch::body:
+    case watch::stall: {
+        stream* s = find(id);
+        if (s == nullptr) return;
+        s->watching = static_cast<std::uint8_t>(s->watching & ~bit(what));
+        if (s->local_closed) {
+            // Answered whole: the rest of the request is not needed (RFC 9113 8.1).
+            send_rst_stream(out, id, error_code::no_error);
+            ++requests_;
+            erase(id, out);
+            remember_closed(id | reset_here);
+            return;
+        }
+        stream_error(id, error_code::cancel, out);
+        return;
+    }
+    case watch::block:
+        watching_ = static_cast<std::uint8_t>(watching_ & ~bit(what));
+        connection_error(error_code::enhance_your_calm, out, "header timeout");
+        return;
+    case watch::settings:
+        watching_ = static_cast<std::uint8_t>(watching_ & ~bit(what));
+        connection_error(error_code::settings_timeout, out);
+        return;
+    case watch::ping:
+        watching_ = static_cast<std::uint8_t>(watching_ & ~bit(what));
+        finish_shutdown(out);
+        return;
+    }
+}
+
 // Closing.
 
 void connection::goaway(error_code code, std::string& out, std::string_view debug) {
@@ -734,17 +827,19 @@ void connection::goaway(error_code code, std::string& out, std::string_view debu
         connection_error(code, out, debug);
         return;
     }
-    write_goaway(out, last_stream_, code, debug);
+    send_goaway(out, last_stream_, code, debug);
     goaway_sent_ = true;
     goaway_last_ = last_stream_;
     shutdown_ping_ = false;
+    watch_connection(watch::ping, false);
 }
 
 void connection::shutdown(std::string& out) {
     if (phase_ == phase::closed || goaway_sent_ || shutdown_ping_) return;
-    write_goaway(out, max_stream_id, error_code::no_error);
+    send_goaway(out, max_stream_id, error_code::no_error);
     write_ping(out, shutdown_opaque, false);
     shutdown_ping_ = true;
+    watch_connection(watch::ping, true);
 }
 
 void connection::finish_shutdown(std::string& out) {
@@ -759,7 +854,7 @@ bool connection::closing() const noexcept {
 
 void connection::stream_error(std::uint32_t id, error_code code, std::string& out) {
     if (phase_ == phase::closed) return;
-    write_rst_stream(out, id, code);
+    send_rst_stream(out, id, code);
     const bool known = find(id) != nullptr;
     if (known) erase(id, out);
     remember_closed(id | reset_here);
@@ -769,17 +864,22 @@ void connection::stream_error(std::uint32_t id, error_code code, std::string& ou
 
 void connection::connection_error(error_code code, std::string& out, std::string_view debug) {
     if (phase_ == phase::closed) return;
-    write_goaway(out, last_stream_, code, debug);
+    send_goaway(out, last_stream_, code, debug);
     phase_ = phase::closed;
     goaway_sent_ = true;
     shutdown_ping_ = false;
     gather_.reset();
+    for (std::size_t w = 0; w < watch_kinds; ++w)
+        watch_connection(static_cast<watch>(w), false);
     owner_.on_connection_error(code);
     const std::unique_ptr<table> gone = std::move(table_);
     held_ = 0;
     if (gone)
-        for (const auto& s : *gone)
+        for (const auto& s : *gone) {
+            watch_stream(*s, watch::body, false);
+            watch_stream(*s, watch::stall, false);
             owner_.on_reset(s->id, code, false);
+        }
 }
 
 bool connection::count(flood kind, std::string& out) {
@@ -830,6 +930,8 @@ void connection::erase(std::uint32_t id, std::string& out) {
     if (it == table_->end()) return;
     const std::unique_ptr<stream> s = std::move(*it);
     table_->erase(it);
+    watch_stream(*s, watch::body, false);
+    watch_stream(*s, watch::stall, false);
     if (table_->empty()) table_.reset(); // no table while idle
     remember_closed(id);
     if (!s->in.empty()) release(static_cast<std::uint32_t>(s->in.size()), out);

@@ -54,6 +54,17 @@ struct request {
     bool end_stream = false; ///< no body follows
 };
 
+/// A deadline the owner keeps for the connection (on_watch): the connection reads no clock, its
+/// owner's timeouts do, and expired() says which ran out.
+enum class watch : std::uint8_t {
+    body,     ///< a stream's request body: the gap between its DATA (the owner's body timeout)
+    stall,    ///< a stream's DATA held by the peer's windows: no progress (send timeout)
+    block,    ///< a frame, or a field block in CONTINUATIONs, incomplete: a total (header timeout)
+    settings, ///< our SETTINGS unacknowledged (SETTINGS_TIMEOUT)
+    ping,     ///< the graceful stop's PING unanswered
+};
+inline constexpr std::size_t watch_kinds = 5;
+
 /// What the connection tells its owner. Each call may call back into the connection (respond,
 /// data, reset...), with the owner's own output string.
 class connection_owner {
@@ -78,6 +89,15 @@ public:
     /// The connection is ending on an error (the GOAWAY is written already): every stream's
     /// on_reset() follows.
     virtual void on_connection_error(error_code /*code*/) {}
+    /// A deadline starts (`on`) or ends: for `stream` (body, stall) or for the connection
+    /// (stream 0: block, settings, ping). `on` again while on is activity: body and stall start
+    /// again from now; block starts again only when a new frame begins after a complete one.
+    /// Every deadline is off once its stream or the connection is gone. When one runs out, the
+    /// owner calls expired().
+    virtual void on_watch(std::uint32_t /*stream*/, watch /*what*/, bool /*on*/) {}
+    /// A GOAWAY, an RST_STREAM went into the output with this code (the owner's counters).
+    virtual void on_goaway_sent(error_code /*code*/) {}
+    virtual void on_reset_sent(error_code /*code*/) {}
 
 protected:
     ~connection_owner() = default;
@@ -161,13 +181,20 @@ public:
     void shutdown(std::string& out);
     void finish_shutdown(std::string& out);
 
+    /// The owner's deadline `what` (on_watch) ran out: a body gap or a stall resets the stream
+    /// (RST_STREAM(NO_ERROR) if its response went out whole, as RFC 9113 8.1 lets a server stop
+    /// a request it no longer needs, else CANCEL); an incomplete block ends the connection
+    /// (GOAWAY(ENHANCE_YOUR_CALM)), an unacknowledged SETTINGS too (GOAWAY(SETTINGS_TIMEOUT));
+    /// the graceful PING's wait ends with the final GOAWAY (finish_shutdown).
+    void expired(std::uint32_t stream, watch what, std::string& out);
+
     /// No stream is open.
     [[nodiscard]] bool idle() const noexcept { return !table_ || table_->empty(); }
     /// Nothing new will come: a connection error, or a GOAWAY either way with no stream left.
     /// The owner closes once its output is written.
     [[nodiscard]] bool closing() const noexcept;
     /// Our SETTINGS wait for their ACK (the owner's SETTINGS_TIMEOUT).
-    [[nodiscard]] bool settings_pending() const noexcept { return settings_pending_; }
+    [[nodiscard]] bool settings_pending() const noexcept { return settings_pending_ != 0; }
     /// A stream is gathering its field block (the owner's header timeout applies).
     [[nodiscard]] bool receiving_headers() const noexcept { return gather_ != nullptr; }
     /// Streams answered whole; streams reset by either side.
@@ -223,6 +250,16 @@ private:
     void flush(std::string& out);
     void notify_writable();
     void maybe_close(std::uint32_t id, std::string& out);
+    void send_rst_stream(std::string& out, std::uint32_t id, error_code code);
+    void send_goaway(std::string& out, std::uint32_t last, error_code code,
+                     std::string_view debug = {});
+    /// Tells the owner a stream's deadline starts, goes on (activity) or ends.
+    void watch_stream(stream& s, watch what, bool on);
+    /// The body deadline: on while the peer is to send more and the owner takes it.
+    void watch_body(stream& s) {
+        watch_stream(s, watch::body, !s.remote_closed && !s.paused && s.in.empty());
+    }
+    void watch_connection(watch what, bool on);
 
     void stream_error(std::uint32_t id, error_code code, std::string& out);
     void connection_error(error_code code, std::string& out, std::string_view debug = {});
@@ -253,11 +290,14 @@ private:
     std::uint16_t preface_seen_ = 0; ///< client preface bytes matched so far
     std::uint16_t rr_ = 0;           ///< where the next round robin starts
     phase phase_ = phase::preface;
-    bool settings_pending_ = false;
-    bool goaway_sent_ = false;
-    bool goaway_received_ = false;
-    bool shutdown_ping_ = false; ///< the graceful PING is out, waiting for its ACK
-    bool data_discard_ = false;  ///< the DATA frame in progress goes nowhere
+    // Flags in one byte, the deadlines in the next: the object keeps its size. (Unsigned bits
+    // rather than bool ones: GCC 12's -fsanitize=bool misreads a bool bit-field's byte.)
+    std::uint8_t settings_pending_ : 1 = 0;
+    std::uint8_t goaway_sent_ : 1 = 0;
+    std::uint8_t goaway_received_ : 1 = 0;
+    std::uint8_t shutdown_ping_ : 1 = 0; ///< the graceful PING is out, waiting for its ACK
+    std::uint8_t data_discard_ : 1 = 0;  ///< the DATA frame in progress goes nowhere
+    std::uint8_t watching_ = 0;          ///< the connection's deadlines on (bits by watch)
 };
 
 } // namespace tarry::h2

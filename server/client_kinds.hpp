@@ -9,6 +9,7 @@
 namespace tarry::server {
 
 class connection;
+struct h2_deadline;
 
 /// The timeout kinds of client connections: a worker's registry keeps one list per kind and
 /// duration, so a walk for pressure or a reload sees client connections of one phase only,
@@ -28,6 +29,15 @@ inline const timeout_kind retired{"retired", owner_tag<connection>};
 inline const timeout_kind linger{"linger", owner_tag<connection>};
 inline const timeout_kind discard{"discard", owner_tag<connection>};
 inline const timeout_kind handshake{"handshake", owner_tag<connection>}; ///< TLS, not yet done
+
+/// HTTP/2's deadlines within a connection (h2_session, h2::watch), one entry each while it
+/// runs: a stream's request body gap (body_timeout), a stream's DATA the peer's windows hold
+/// (send_timeout), an incomplete frame or field block (header_timeout, a total), SETTINGS or
+/// the graceful stop's PING unacknowledged (http2_ack_timeout).
+inline const timeout_kind h2_body{"h2_body", owner_tag<h2_deadline>};
+inline const timeout_kind h2_stall{"h2_stall", owner_tag<h2_deadline>};
+inline const timeout_kind h2_block{"h2_block", owner_tag<h2_deadline>};
+inline const timeout_kind h2_ack{"h2_ack", owner_tag<h2_deadline>};
 
 /// The kind of each phase's list, by conn_phase (waiting is in none: the handler's own
 /// timeouts bound it; it maps to linger only to keep the table whole).

@@ -165,6 +165,10 @@ struct config {
     bool timeouts = true;         ///< false only to measure what enforcing them costs
     bool trust_forwarded = false; ///< keep incoming X-Forwarded-* fields and append to them
     bool http2 = false;           ///< HTTP/2: h2c by the client preface on plain listeners
+    // HTTP/2's limits (nginx's defaults where it has the same).
+    std::uint32_t http2_max_concurrent_streams = 128; ///< streams open at once per connection
+    std::uint32_t http2_initial_window_size = 65535;  ///< each stream's receive window
+    duration http2_ack_timeout = 10s; ///< our SETTINGS, or the graceful stop's PING, unanswered
 
     /// DNS servers for the upstreams' names ("IP" or "IP:PORT"); empty: /etc/resolv.conf's.
     std::vector<std::string> resolver;

@@ -127,6 +127,9 @@ std::vector<std::string> config_changes(const config& before, const config& afte
     scalar("timeouts", &config::timeouts);
     scalar("trust_forwarded", &config::trust_forwarded);
     scalar("http2", &config::http2);
+    scalar("http2_max_concurrent_streams", &config::http2_max_concurrent_streams);
+    scalar("http2_initial_window_size", &config::http2_initial_window_size);
+    scalar("http2_ack_timeout", &config::http2_ack_timeout);
     // Upstream servers by name.
     scalar("resolver", &config::resolver);
     scalar("resolve_interval_min", &config::resolve_interval_min);

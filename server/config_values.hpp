@@ -85,6 +85,8 @@ inline constexpr count_rule per_client_rule{0, toml_int_max, "no limit"};
 inline constexpr count_rule prefix_v4_rule{1, 32, ""};
 inline constexpr count_rule prefix_v6_rule{1, 128, ""};
 inline constexpr count_rule max_idle_rule{0, 65535, "no pooling"};
+inline constexpr count_rule http2_streams_rule{1, std::numeric_limits<std::uint32_t>::max(), ""};
+inline constexpr count_rule http2_window_rule{0, 2147483647, ""}; // 2^31-1 (RFC 9113 6.9.1)
 
 /// "expected an integer from 0 to 1024 (0: one per core)".
 std::string count_expected(const count_rule& rule);

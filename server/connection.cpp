@@ -593,7 +593,7 @@ const timeouts::timeout_kind& connection::kind_for(conn_phase p) const noexcept 
 }
 
 void connection::retire_idle() noexcept {
-    session_.retire();
+    retire(); // HTTP/2: the graceful GOAWAY now
     if (phase_ != conn_phase::keep_alive || !idle_.enrolled()) return;
     try {
         enter(conn_phase::keep_alive, false); // kind_for() now says retired: it moves lists
@@ -680,6 +680,7 @@ void connection::on_timeout() noexcept {
 
 void connection::close(close_reason why) noexcept {
     if (closed_) return;
+    if (h2_ && why == close_reason::pressure) goaway_h2();
     closed_ = true;
     want_read_ = want_write_ = false;
     if (sending_) ctx_.poll.cancel_send(this);

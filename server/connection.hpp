@@ -188,6 +188,8 @@ private:
     void wait_h2(bool writable);
     /// A timeout in a phase HTTP/2 handles its own way; false: as HTTP/1.1's.
     bool h2_timeout() noexcept;
+    /// Closing for pressure: GOAWAY(NO_ERROR) with the last stream first, one send at most.
+    void goaway_h2() noexcept;
 
     // Ordered for size: after the bases (the vtable pointer, client_io's 22 bytes, the 4-byte
     // reference count) born_ms_ fills the count's padding, and the small fields close the

@@ -18,6 +18,15 @@
 #include <cstring>
 
 namespace tarry::server {
+namespace {
+
+/// As connection.cpp's: a steady-clock reading in milliseconds, modulo 2^32 (born_ms_'s unit).
+std::uint32_t clock_ms(timeouts::clock::time_point t) noexcept {
+    return static_cast<std::uint32_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
+}
+
+} // namespace
 
 bool connection::take_preface(io_state& io, bool& undecided) {
     const std::string_view preface = h2::client_preface;
@@ -32,7 +41,7 @@ bool connection::take_preface(io_state& io, bool& undecided) {
 }
 
 void connection::start_h2() {
-    auto s = std::make_unique<h2_session>(ctx_.h2s.config, ctx_.settings.session, *this);
+    auto s = std::make_unique<h2_session>(ctx_, *this);
     h2_session& h = *s;
     ctx_.h2s.by_connection[this] = std::move(s);
     h2_ = true;
@@ -53,6 +62,12 @@ void connection::drive_h2(bool fresh) {
         }
         if (fresh && in_len() != 0) {
             io_state& io = *io_;
+            // Past its age the connection goes away gracefully (GOAWAY, its streams finish); it
+            // is never closed idle for age. A clock read only when an age is set.
+            const auto age = ctx_.settings.max_age;
+            if (age != timeouts::clock::duration::zero() && !h.closing() &&
+                std::chrono::milliseconds(clock_ms(timeouts::clock::now()) - born_ms_) >= age)
+                h.drain(io.out);
             const std::size_t used = h.consume(io.in.data(), io.in_len, io.out);
             if (used != 0) {
                 io.in_len -= static_cast<std::uint32_t>(used);
@@ -85,7 +100,12 @@ void connection::drive_h2(bool fresh) {
         const bool lingering = phase_ == conn_phase::linger;
         if (h.closing() && !lingering) {
             // FIN, then lingering if the client sent more.
-            finish(idle_goaway_ ? close_reason::keep_alive_timeout : close_reason::done);
+            close_reason why = close_reason::done;
+            if (idle_goaway_)
+                why = close_reason::keep_alive_timeout;
+            else if (h.timed_out() != 0)
+                why = static_cast<close_reason>(h.timed_out());
+            finish(why);
             if (closed_) return;
             continue;
         }
@@ -154,6 +174,21 @@ bool connection::h2_timeout() noexcept {
         return true;
     default:
         return false; // send, linger: as HTTP/1.1
+    }
+}
+
+void connection::goaway_h2() noexcept {
+    // Best effort, never waiting: the client learns that no stream of its was lost and opens a
+    // new connection for its next request. Output in the batch of sends is left alone.
+    if (sending_) return;
+    try {
+        io_state& io = this->io();
+        io.out.erase(0, io.out_off);
+        io.out_off = 0;
+        session_h2().close_idle(io.out);
+        [[maybe_unused]] const ssize_t n = send_some(io.out.data(), io.out.size());
+    } catch (...) {
+        // out of memory: close without the courtesy
     }
 }
 

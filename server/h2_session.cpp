@@ -1,6 +1,13 @@
 #include "h2_session.hpp"
 
+#include "client_kinds.hpp"
+#include "close_reason.hpp"
+#include "connection_context.hpp"
+#include "worker_metrics.hpp"
+#include "worker_settings.hpp"
+
 #include <tarry/http/method_gate.hpp>
+#include <tarry/timeouts/timeout_registry.hpp>
 
 #include <algorithm>
 
@@ -15,12 +22,130 @@ h2::workspace& workspace() noexcept {
 
 } // namespace
 
-h2_session::h2_session(const h2::connection_config& config, const http::session_settings& settings,
-                       http::session_transport& transport)
-    : settings_(&settings), transport_(transport), conn_(config, *this, workspace()) {}
+h2_session::h2_session(const connection_context& ctx, http::session_transport& transport)
+    : ctx_(&ctx), transport_(transport), conn_(ctx.settings.h2, *this, workspace()) {
+    ctx.metrics.h2.connections.add();
+}
 
 h2_session::~h2_session() {
     abort();
+    metrics().h2.connections.add(-1);
+}
+
+const http::session_settings& h2_session::settings() const noexcept {
+    return ctx_->settings.session;
+}
+
+worker_metrics& h2_session::metrics() const noexcept {
+    return ctx_->metrics;
+}
+
+namespace {
+
+/// An error code's counter (the codes of RFC 9113 section 7; the last slot any other).
+std::size_t slot(h2::error_code code) noexcept {
+    const auto c = static_cast<std::size_t>(code);
+    return c + 1 < worker_metrics::h2_counters::codes ? c : worker_metrics::h2_counters::codes - 1;
+}
+
+} // namespace
+
+void h2_session::on_goaway_sent(h2::error_code code) {
+    metrics().h2.goaways[slot(code)].add();
+}
+
+void h2_session::on_reset_sent(h2::error_code code) {
+    metrics().h2.resets_sent[slot(code)].add();
+}
+
+// Deadlines.
+
+void h2_deadline::expired() noexcept {
+    session->expired(*this);
+}
+
+void h2_session::on_watch(std::uint32_t stream, h2::watch what, bool on) {
+    std::unique_ptr<h2_deadline>* at = &deadlines_;
+    while (*at && ((*at)->stream != stream || (*at)->what != what))
+        at = &(*at)->next;
+    if (!on) {
+        if (*at) *at = std::move((*at)->next); // its entry leaves its list with it
+        return;
+    }
+    if (*at) {
+        timeouts::timeout_registry::touch((*at)->entry); // activity: from now
+        return;
+    }
+    const worker_settings& ws = ctx_->settings;
+    if (!ws.timeouts || aborted_) return;
+    const timeouts::timeout_kind* kind = &client_kinds::h2_ack;
+    timeouts::clock::duration d = ws.h2_ack;
+    switch (what) {
+    case h2::watch::body:
+        kind = &client_kinds::h2_body;
+        d = ws.body;
+        break;
+    case h2::watch::stall:
+        kind = &client_kinds::h2_stall;
+        d = ws.send;
+        break;
+    case h2::watch::block:
+        kind = &client_kinds::h2_block;
+        d = ws.header;
+        break;
+    case h2::watch::settings:
+    case h2::watch::ping:
+        break;
+    }
+    auto fresh = std::make_unique<h2_deadline>(*this, stream, what);
+    ctx_->registry.enroll(fresh->entry, *kind, d); // may throw: nothing kept then
+    fresh->next = std::move(deadlines_);
+    deadlines_ = std::move(fresh);
+}
+
+std::unique_ptr<h2_deadline> h2_session::unlink(const h2_deadline& d) noexcept {
+    for (std::unique_ptr<h2_deadline>* at = &deadlines_; *at; at = &(*at)->next) {
+        if (at->get() != &d) continue;
+        std::unique_ptr<h2_deadline> gone = std::move(*at);
+        *at = std::move(gone->next);
+        return gone;
+    }
+    return nullptr;
+}
+
+void h2_session::expired(h2_deadline& d) noexcept {
+    const std::uint32_t id = d.stream;
+    const h2::watch what = d.what;
+    unlink(d);                               // freed: its entry is unlinked already
+    if (!worker_settings().timeouts) return; // a reload turned timeouts off since
+    try {
+        std::string& out = output();
+        switch (what) {
+        case h2::watch::body:
+            // As HTTP/1.1 answers a body that stopped coming: 408 if nothing was answered yet
+            // (then RST_STREAM(NO_ERROR) once it is out whole), the handler told it is over.
+            if (h2_stream* s = find(id); s != nullptr && !s->over_ && s->status_ == 0) {
+                http::deferred* answer = s->finished_ ? nullptr : s->answer_;
+                s->answer_ = nullptr;
+                if (answer != nullptr) answer->on_abort();
+                s->respond_text(408, "Request Timeout\n");
+            }
+            break;
+        case h2::watch::block:
+            timed_out_ = static_cast<std::uint8_t>(close_reason::header_timeout);
+            break;
+        case h2::watch::settings:
+        case h2::watch::stall:
+        case h2::watch::ping:
+            break;
+        }
+        conn_.expired(id, what, out);
+    } catch (...) {
+        // Out of memory for a frame: the connection ends as it is.
+        broken_ = true;
+        abort();
+    }
+    transport_.wake(); // the frames out, then whatever comes of them (a close)
 }
 
 std::size_t h2_session::consume(const char* data, std::size_t size, std::string& out) {
@@ -64,14 +189,20 @@ void h2_session::retire(h2_stream& s) noexcept {
 
 void h2_session::on_request(std::uint32_t id, const h2::request& r) {
     ++started_;
+    metrics().h2.streams_total.add();
+    // max_requests_per_connection: the graceful GOAWAY (RFC 9113 6.8) once it is reached; the
+    // streams the client opened meanwhile are still served.
+    if (settings().max_requests != 0 && started_ >= settings().max_requests)
+        conn_.shutdown(output());
     streams_.push_back(std::make_unique<h2_stream>(*this, id));
+    metrics().h2.streams.add(); // until the stream's done()
     h2_stream& s = *streams_.back();
     thread_local std::string block;
     to_request_head(r, s.head_, block);
     s.body_done_ = r.end_stream;
-    if (settings_->record_responses) s.started_ = transport_.request_started();
+    if (settings().record_responses) s.started_ = transport_.request_started();
     if (r.content_length >= 0 &&
-        static_cast<std::uint64_t>(r.content_length) > settings_->max_body_bytes)
+        static_cast<std::uint64_t>(r.content_length) > settings().max_body_bytes)
         s.respond_text(413, "Content Too Large\n");
     else
         dispatch(s);
@@ -88,7 +219,7 @@ void h2_session::dispatch(h2_stream& s) {
         s.finish();
         return;
     }
-    route = settings_->routes != nullptr ? settings_->routes->find(s.head_) : nullptr;
+    route = settings().routes != nullptr ? settings().routes->find(s.head_) : nullptr;
     s.stats_ = route != nullptr ? route->stats : nullptr;
     if (route != nullptr)
         route->target->on_request(s);
@@ -112,7 +243,7 @@ std::size_t h2_session::on_body(std::uint32_t id, std::string_view bytes) {
     h2_stream* s = find(id);
     if (s == nullptr || s->over_ || s->gone_) return bytes.size(); // answered: thrown away
     s->received_ += bytes.size();
-    if (s->received_ > settings_->max_body_bytes) {
+    if (s->received_ > settings().max_body_bytes) {
         // Past the limit: the answer is told the client went (its request cannot be whole),
         // and the client hears 413 if nothing was answered yet; what else comes is dropped.
         http::deferred* d = s->finished_ ? nullptr : s->answer_;
@@ -144,7 +275,7 @@ void h2_session::on_body_end(std::uint32_t id, std::span<const h2::field> traile
 }
 
 void h2_session::on_reset(std::uint32_t id, h2::error_code code, bool by_peer) {
-    (void)code, (void)by_peer;
+    if (by_peer) metrics().h2.resets_received[slot(code)].add();
     h2_stream* s = find(id);
     if (s == nullptr || s->over_) return;
     s->gone_ = true;
@@ -177,6 +308,8 @@ void h2_session::output_drained() {
 }
 
 void h2_session::abort() noexcept {
+    aborted_ = true;
+    deadlines_.reset();
     while (!streams_.empty()) {
         h2_stream& s = *streams_.back();
         s.gone_ = true;

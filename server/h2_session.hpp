@@ -13,11 +13,19 @@
 // responses do: h2::connection appends its frames there. room() and on_writable() of a stream's
 // exchange speak of the stream's windows AND of that queue, which is bounded like HTTP/1.1's
 // (session_settings::max_queued_bytes): the peer's windows alone can be megabytes.
+//
+// Deadlines within the connection (h2::watch: a stream's body gap, its DATA held by the peer's
+// windows, an incomplete frame or field block, SETTINGS or the graceful PING unacknowledged)
+// are entries in the worker's timeout lists, one kind each (client_kinds::h2_*), never a timer:
+// h2::connection says when each starts, goes on and ends (on_watch), an entry is enrolled,
+// touched or dropped, and when one runs out expired() acts. An entry (an h2_deadline) exists
+// only while its deadline runs: an idle connection holds none.
 
 #include "h2_stream.hpp"
 
 #include <tarry/h2/connection.hpp>
 #include <tarry/http/session.hpp>
+#include <tarry/timeouts/idle_entry.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -27,12 +35,31 @@
 
 namespace tarry::server {
 
+struct connection_context;
+struct worker_metrics;
+class h2_session;
+
+/// One of an HTTP/2 connection's deadlines (h2::watch) for one stream (0: the connection's),
+/// enrolled in the worker's list for its kind and duration while it runs.
+struct h2_deadline {
+    h2_deadline(h2_session& s, std::uint32_t stream_id, h2::watch w) noexcept
+        : entry(timeouts::member_callback<&h2_deadline::expired>, this), session(&s),
+          stream(stream_id), what(w) {}
+    void expired() noexcept;
+
+    timeouts::idle_entry entry;
+    h2_session* session;
+    std::unique_ptr<h2_deadline> next; ///< the session's others
+    std::uint32_t stream;
+    h2::watch what;
+};
+
 class h2_session final : public h2::connection_owner {
 public:
-    /// `config` and `settings` outlive the session (the worker's; a reload swaps settings in
-    /// place). `transport`: the connection.
-    h2_session(const h2::connection_config& config, const http::session_settings& settings,
-               http::session_transport& transport);
+    /// `ctx`, the worker's (its settings, swapped in place by a reload; the timeout registry
+    /// its deadlines enroll in; its counters), outlives the session. `transport`: the
+    /// connection.
+    h2_session(const connection_context& ctx, http::session_transport& transport);
     h2_session(const h2_session&) = delete;
     h2_session& operator=(const h2_session&) = delete;
     ~h2_session();
@@ -60,11 +87,18 @@ public:
     void drain(std::string& out) { conn_.shutdown(out); }
     /// Idle past its time: GOAWAY(NO_ERROR) with the last stream, then the close.
     void close_idle(std::string& out) { conn_.goaway(h2::error_code::no_error, out); }
-    /// The connection is going away: every answer in progress is told and released.
+    /// The connection is going away: every answer in progress is told and released, every
+    /// deadline dropped.
     void abort() noexcept;
+    /// A reload turned timeouts off: every deadline is dropped (new ones are not taken).
+    void leave_timeouts() noexcept { deadlines_.reset(); }
+    /// Why the connection ends, if one of its deadlines ended it (a close_reason's value), or 0.
+    [[nodiscard]] std::uint8_t timed_out() const noexcept { return timed_out_; }
 
     /// Nothing more will come: close once the output is written.
-    [[nodiscard]] bool closing() const noexcept { return conn_.closing() && streams_.empty(); }
+    [[nodiscard]] bool closing() const noexcept {
+        return broken_ || (conn_.closing() && streams_.empty());
+    }
     /// No stream is open, and no answer is in progress.
     [[nodiscard]] bool idle() const noexcept { return conn_.idle() && streams_.empty(); }
     /// Streams answered, for the keep-alive and header deadlines.
@@ -79,6 +113,15 @@ private:
     void on_body_end(std::uint32_t id, std::span<const h2::field> trailers) override;
     void on_reset(std::uint32_t id, h2::error_code code, bool by_peer) override;
     void on_writable(std::uint32_t id) override;
+    void on_watch(std::uint32_t stream, h2::watch what, bool on) override;
+    void on_goaway_sent(h2::error_code code) override;
+    void on_reset_sent(h2::error_code code) override;
+
+    friend struct h2_deadline;
+    /// A deadline ran out (its entry is unlinked): dropped, then acted on.
+    void expired(h2_deadline& d) noexcept;
+    /// Takes `d` out of the session's deadlines; null if it is not there.
+    std::unique_ptr<h2_deadline> unlink(const h2_deadline& d) noexcept;
 
     [[nodiscard]] h2_stream* find(std::uint32_t id) const noexcept;
     /// The stream's record is done with: out of the table now, freed at the next settle() (a
@@ -91,14 +134,21 @@ private:
         if (!consuming_) transport_.wake();
     }
 
-    const http::session_settings* settings_;
+    [[nodiscard]] const http::session_settings& settings() const noexcept;
+    [[nodiscard]] worker_metrics& metrics() const noexcept;
+
+    const connection_context* ctx_; ///< one pointer for all the worker's: an idle session is small
     http::session_transport& transport_;
     h2::connection conn_;
     std::vector<std::unique_ptr<h2_stream>> streams_; ///< requests whose answer is not done
     std::vector<std::unique_ptr<h2_stream>> retired_; ///< done, freed at the next settle()
     std::vector<std::uint32_t> resumed_;              ///< bodies resumed within their own on_body()
+    std::unique_ptr<h2_deadline> deadlines_;          ///< the deadlines running; none while idle
     std::uint32_t started_ = 0;
     bool consuming_ = false;
+    bool broken_ = false;  ///< out of memory while a deadline acted: close as it is
+    bool aborted_ = false; ///< the connection went: no deadline starts any more
+    std::uint8_t timed_out_ = 0;
 };
 
 } // namespace tarry::server

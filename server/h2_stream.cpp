@@ -1,6 +1,7 @@
 #include "h2_stream.hpp"
 
 #include "h2_session.hpp"
+#include "worker_metrics.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -242,7 +243,7 @@ std::size_t h2_stream::room() const noexcept {
 std::size_t h2_stream::space() const noexcept {
     if (gone_) return 0;
     const std::size_t queued = session_->transport_.output().size();
-    const std::size_t limit = session_->settings_->max_queued_bytes;
+    const std::size_t limit = session_->settings().max_queued_bytes;
     const std::size_t out = queued < limit ? limit - queued : 0;
     const std::size_t held = pending_.size();
     const std::size_t stream = session_->conn_.room(id_);
@@ -279,7 +280,7 @@ void h2_stream::upgrade(http::response_head h) {
 }
 
 http::upstream_timing* h2_stream::upstream_record() noexcept {
-    if (!session_->settings_->record_responses) return nullptr;
+    if (!session_->settings().record_responses) return nullptr;
     proxied_ = true;
     return &upstream_;
 }
@@ -297,7 +298,8 @@ http::response_record h2_stream::record() const noexcept {
 void h2_stream::done() noexcept {
     if (over_) return;
     over_ = true;
-    if (status_ != 0 && session_->settings_->record_responses)
+    session_->metrics().h2.streams.add(-1);
+    if (status_ != 0 && session_->settings().record_responses)
         session_->transport_.completed(record());
     session_->retire(*this);
 }

@@ -4,6 +4,7 @@
 #include "process_metrics.hpp"
 #include "worker.hpp"
 
+#include <tarry/h2/frame_types.hpp>
 #include <tarry/upstream/upstream_metrics.hpp>
 
 #include <fmt/format.h>
@@ -263,6 +264,38 @@ void render_tls(std::string& out, const std::vector<worker*>& ws) {
                     tls::kernel_tls_available() ? 1 : 0);
 }
 
+void render_h2(std::string& out, const std::vector<worker*>& ws) {
+    using h2c = worker_metrics::h2_counters;
+    counter_line_to(out, "tarry_h2_connections", "gauge", "Open connections speaking HTTP/2.",
+                    sum(ws, [](worker_metrics& m) { return m.h2.connections.get(); }));
+    counter_line_to(out, "tarry_h2_streams", "gauge", "HTTP/2 requests being answered.",
+                    sum(ws, [](worker_metrics& m) { return m.h2.streams.get(); }));
+    counter_line_to(out, "tarry_h2_streams_total", "counter", "HTTP/2 requests received.",
+                    sum(ws, [](worker_metrics& m) { return m.h2.streams_total.get(); }));
+    const auto by_code = [&](std::string_view name, std::string_view help,
+                             std::array<counter, h2c::codes> h2c::*which) {
+        family(out, name, "counter", help);
+        for (std::size_t c = 0; c < h2c::codes; ++c) {
+            const std::int64_t n =
+                sum(ws, [&](worker_metrics& m) { return (m.h2.*which)[c].get(); });
+            if (n == 0 && c != 0) continue; // a code never sent is left out (NO_ERROR always in)
+            fmt::format_to(std::back_inserter(out), "{}{{code=\"{}\"}} {}\n", name,
+                           c + 1 < h2c::codes ? h2::to_string(static_cast<h2::error_code>(c))
+                                              : std::string_view("OTHER"),
+                           n);
+        }
+    };
+    by_code("tarry_h2_goaways_sent_total",
+            "HTTP/2 GOAWAY frames sent, by error code (a graceful close sends two: 2^31-1, then "
+            "the last stream).",
+            &h2c::goaways);
+    by_code("tarry_h2_resets_sent_total", "HTTP/2 RST_STREAM frames sent, by error code.",
+            &h2c::resets_sent);
+    by_code("tarry_h2_resets_received_total",
+            "HTTP/2 streams the client reset (RST_STREAM) while open, by error code.",
+            &h2c::resets_received);
+}
+
 } // namespace
 
 std::string render_metrics(const std::vector<worker*>& ws,
@@ -358,6 +391,7 @@ std::string render_metrics(const std::vector<worker*>& ws,
                        "tarry_connection_closes_total{{reason=\"{}\"}} {}\n", close_reason_names[r],
                        sum(ws, [r](worker_metrics& m) { return m.closes[r].get(); }));
     render_tls(out, ws);
+    render_h2(out, ws);
 
     std::map<std::pair<std::string_view, timeouts::clock::duration>, std::size_t> lists;
     std::map<std::string_view, timeouts::expiry_stats> by_kind;

@@ -431,6 +431,34 @@ constexpr std::array setting_rows{
                     "same port. nginx's `http2 on;`.",
             .default_text = "false",
             .apply = [](config& c, const setting_value& v) { c.http2 = read_bool(v, true); }},
+    setting{.key = "http2_max_concurrent_streams",
+            .type = "N",
+            .help = "HTTP/2 streams a client may have open at once on one connection "
+                    "(SETTINGS_MAX_CONCURRENT_STREAMS); one past it is refused (REFUSED_STREAM). "
+                    "nginx's `http2_max_concurrent_streams`.",
+            .default_text = "128",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.http2_max_concurrent_streams =
+                        static_cast<std::uint32_t>(read_count(v, http2_streams_rule));
+                }},
+    setting{.key = "http2_initial_window_size",
+            .type = "N",
+            .help = "Each HTTP/2 stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE): the "
+                    "request body bytes a client may send before the handler takes them.",
+            .default_text = "65535",
+            .apply =
+                [](config& c, const setting_value& v) {
+                    c.http2_initial_window_size =
+                        static_cast<std::uint32_t>(read_count(v, http2_window_rule));
+                }},
+    setting{.key = "http2_ack_timeout",
+            .type = "DUR",
+            .help = "HTTP/2: how long our SETTINGS may wait for their acknowledgement (then "
+                    "GOAWAY(SETTINGS_TIMEOUT)), and a graceful stop's PING for its answer (then "
+                    "the final GOAWAY at once).",
+            .default_text = R"("10s")",
+            .apply = apply_timeout<&config::http2_ack_timeout, false>},
     setting{
         .key = "trust_forwarded",
         .type = "BOOL",

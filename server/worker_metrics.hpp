@@ -100,6 +100,18 @@ struct worker_metrics {
     route_counters routes;
     std::array<counter, static_cast<std::size_t>(conn_phase::count_)> phases;
     tls_counters tls;
+    /// HTTP/2: connections and streams open, and the frames that end them, by error code (the
+    /// 14 of RFC 9113 section 7, the last slot any other).
+    struct h2_counters {
+        static constexpr std::size_t codes = 15;
+        counter connections;                        ///< open, speaking HTTP/2
+        counter streams;                            ///< requests being answered
+        counter streams_total;                      ///< requests received
+        std::array<counter, codes> goaways;         ///< GOAWAY frames sent
+        std::array<counter, codes> resets_sent;     ///< RST_STREAM frames sent
+        std::array<counter, codes> resets_received; ///< the peer's RST_STREAM on an open stream
+    };
+    h2_counters h2;
     upstream::upstream_counters upstreams; ///< by server, across reloads (after the hot ones)
 
     void closed(close_reason r) noexcept { closes[static_cast<std::size_t>(r)].add(); }

@@ -45,6 +45,12 @@ worker_settings worker_settings::from(const config& cfg, const http::router* rou
     s.min_quiet = cfg.keep_alive_min_timeout;
     s.timeouts = cfg.timeouts;
     s.http2 = cfg.http2;
+    s.h2.max_concurrent_streams = cfg.http2_max_concurrent_streams;
+    s.h2.initial_window_size = cfg.http2_initial_window_size;
+    // The header list under HTTP/1.1's limit: the decoded fields, as SETTINGS_MAX_HEADER_LIST_SIZE
+    // counts them (each name and value plus 32).
+    s.h2.header_limits.max_list_size = cfg.max_header_bytes;
+    s.h2_ack = cfg.http2_ack_timeout;
     // The whole header must fit (Beast parses it contiguously), with room to read past it.
     s.in_buffer_bytes = std::max<std::size_t>(cfg.max_header_bytes + 1024, 8 * std::size_t{1024});
 

@@ -4,6 +4,7 @@
 #include "config.hpp"
 #include "worker_metrics.hpp"
 
+#include <tarry/h2/connection.hpp>
 #include <tarry/http/router.hpp>
 #include <tarry/http/session.hpp>
 #include <tarry/timeouts/idle_entry.hpp>
@@ -44,6 +45,10 @@ struct worker_settings {
     class access_log* access = nullptr;      ///< null: access log off
     std::shared_ptr<const tls::context> tls; ///< certificates of the TLS listeners; null: none
     timeouts::clock::duration handshake{};
+    // HTTP/2 (http2_* keys). `h2` is read by each connection while it lives: a reload's values
+    // reach open connections too (the initial window a connection announced stays its own).
+    h2::connection_config h2{};
+    timeouts::clock::duration h2_ack = std::chrono::seconds(10); ///< SETTINGS, graceful PING
 
     [[nodiscard]] timeouts::clock::duration timeout_for(conn_phase p) const noexcept {
         switch (p) {

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -126,6 +127,19 @@ public:
     std::vector<error_code> connection_errors;
     std::uint32_t goaways = 0;
     std::uint32_t acks = 0;
+    /// The deadlines on now, by stream (0: the connection's) and kind; and how many times
+    /// each was started (a second start while on is activity, or a block's new frame).
+    std::map<std::pair<std::uint32_t, h2::watch>, bool> watching;
+    std::map<std::pair<std::uint32_t, h2::watch>, int> starts;
+
+    [[nodiscard]] bool watched(std::uint32_t stream, h2::watch w) const {
+        const auto it = watching.find({stream, w});
+        return it != watching.end() && it->second;
+    }
+    [[nodiscard]] bool any_watched() const {
+        return std::any_of(watching.begin(), watching.end(),
+                           [](const auto& w) { return w.second; });
+    }
 
     void on_request(std::uint32_t stream, const h2::request& r) override {
         head h{std::string(r.method),    std::string(r.scheme),
@@ -159,6 +173,12 @@ public:
     void on_goaway(std::uint32_t, error_code) override { ++goaways; }
     void on_settings_acked() override { ++acks; }
     void on_connection_error(error_code code) override { connection_errors.push_back(code); }
+    void on_watch(std::uint32_t stream, h2::watch what, bool on) override {
+        bool& w = watching[{stream, what}];
+        EXPECT_TRUE(on || w) << "a deadline ended that had not started";
+        w = on;
+        if (on) ++starts[{stream, what}];
+    }
 };
 
 class connection_test : public ::testing::Test {
@@ -244,6 +264,13 @@ protected:
         ASSERT_EQ(g.size(), 1U);
         EXPECT_EQ(g[0].code(), static_cast<std::uint32_t>(code));
         EXPECT_TRUE(conn->closing());
+    }
+
+    /// The owner's deadline ran out: its record is gone (no off follows), expired() acts.
+    void expire(std::uint32_t stream, h2::watch what) {
+        EXPECT_TRUE(owner.watched(stream, what));
+        owner.watching[{stream, what}] = false;
+        conn->expired(stream, what, out);
     }
 
     /// The connection goes on: a PING is answered.

@@ -963,5 +963,195 @@ TEST_F(connection_test, IdleHeapIsWhatTheBrowserIndexed) {
     EXPECT_LT(conn->allocated(), 1024U);
 }
 
+// The owner's deadlines (on_watch, expired): the connection says when each starts, goes on and
+// ends; the owner's timeouts keep the time.
+
+using h2::watch;
+
+TEST_F(connection_test, SettingsDeadlineRunsUntilTheAck) {
+    open();
+    EXPECT_TRUE(owner.watched(0, watch::settings));
+    send(raw_frame(frame_type::settings, flag::ack, 0));
+    EXPECT_FALSE(owner.watched(0, watch::settings));
+    EXPECT_FALSE(owner.any_watched());
+}
+
+TEST_F(connection_test, SettingsNeverAcknowledgedIsSettingsTimeout) {
+    open();
+    expire(0, watch::settings);
+    expect_goaway(error_code::settings_timeout);
+    EXPECT_FALSE(owner.any_watched());
+}
+
+TEST_F(connection_test, BodyDeadlineGoesOnWithEachDataAndEndsWithTheBody) {
+    open();
+    send(raw_frame(frame_type::settings, flag::ack, 0));
+    send(headers_frame(1, post(30), false));
+    EXPECT_TRUE(owner.watched(1, watch::body));
+    EXPECT_EQ((owner.starts[{1, watch::body}]), 1);
+    send(data_frame(1, std::string(10, 'a'), false));
+    send(data_frame(1, std::string(10, 'b'), false));
+    EXPECT_EQ((owner.starts[{1, watch::body}]), 3); // each DATA starts the gap again
+    send(data_frame(1, std::string(10, 'c'), true));
+    EXPECT_FALSE(owner.watched(1, watch::body));
+    send(headers_frame(3, browser_get(), true)); // no body: no deadline
+    EXPECT_FALSE(owner.watched(3, watch::body));
+}
+
+TEST_F(connection_test, PausedBodyIsNotTheClientsDelay) {
+    open();
+    send(headers_frame(1, post(20), false));
+    owner.take = 0;
+    send(data_frame(1, std::string(10, 'a'), false));
+    EXPECT_FALSE(owner.watched(1, watch::body)); // the owner holds it
+    owner.take = SIZE_MAX;
+    conn->resume(1, out);
+    EXPECT_TRUE(owner.watched(1, watch::body)); // the client's turn again, from now
+}
+
+TEST_F(connection_test, BodyGapResetsTheStreamAndTellsTheOwner) {
+    open();
+    send(headers_frame(1, post(30), false));
+    send(headers_frame(3, browser_get(), true));
+    frames();
+    expire(1, watch::body);
+    const auto r = only(frames(), frame_type::rst_stream);
+    ASSERT_EQ(r.size(), 1U);
+    EXPECT_EQ(r[0].stream, 1U);
+    EXPECT_EQ(r[0].code(), static_cast<std::uint32_t>(error_code::cancel));
+    ASSERT_EQ(owner.resets.size(), 1U);
+    EXPECT_EQ(owner.resets[0].first, 1U);
+    EXPECT_FALSE(owner.watched(1, watch::body));
+    send(data_frame(1, "late", false)); // in flight: ignored, the connection goes on
+    conn->respond(3, 200, {}, true, out);
+    expect_alive();
+}
+
+TEST_F(connection_test, BodyGapAfterAWholeResponseIsResetWithoutError) {
+    open();
+    send(headers_frame(1, post(30), false));
+    conn->respond(1, 413, {}, true, out);
+    frames();
+    EXPECT_TRUE(owner.watched(1, watch::body)); // the client is still to send its body
+    expire(1, watch::body);
+    const auto r = only(frames(), frame_type::rst_stream);
+    ASSERT_EQ(r.size(), 1U);
+    EXPECT_EQ(r[0].code(), static_cast<std::uint32_t>(error_code::no_error));
+    EXPECT_TRUE(owner.resets.empty()); // its answer was over
+    EXPECT_TRUE(conn->idle());
+}
+
+TEST_F(connection_test, StallDeadlineRunsWhileTheWindowsHoldData) {
+    config.max_queued = 1 << 20;
+    open();
+    send(headers_frame(1, browser_get(), true));
+    conn->respond(1, 200, {}, false, out);
+    EXPECT_EQ(conn->data(1, std::string(100000, 'z'), true, out), 100000U);
+    EXPECT_TRUE(owner.watched(1, watch::stall));
+    EXPECT_EQ((owner.starts[{1, watch::stall}]), 1);
+    send(window_update(1, 50000)); // the connection's window is still shut: no progress
+    EXPECT_EQ((owner.starts[{1, watch::stall}]), 1);
+    send(window_update(0, 10000)); // progress: from now
+    EXPECT_EQ((owner.starts[{1, watch::stall}]), 2);
+    EXPECT_TRUE(owner.watched(1, watch::stall));
+    send(window_update(0, 100000)); // all of it out
+    EXPECT_FALSE(owner.watched(1, watch::stall));
+    EXPECT_TRUE(conn->idle());
+}
+
+TEST_F(connection_test, StreamHeldAtAZeroWindowIsResetAtItsDeadline) {
+    config.max_queued = 1 << 20;
+    open();
+    send(settings_frame({{h2::settings_id::initial_window_size, 0}}));
+    send(headers_frame(1, browser_get(), true));
+    send(headers_frame(3, browser_get(), true));
+    conn->respond(1, 200, {}, false, out);
+    conn->data(1, "held", true, out);
+    conn->respond(3, 200, {}, true, out);
+    frames();
+    EXPECT_TRUE(owner.watched(1, watch::stall));
+    expire(1, watch::stall);
+    const auto r = only(frames(), frame_type::rst_stream);
+    ASSERT_EQ(r.size(), 1U);
+    EXPECT_EQ(r[0].code(), static_cast<std::uint32_t>(error_code::cancel));
+    EXPECT_TRUE(conn->idle());
+    EXPECT_FALSE(owner.watched(1, watch::stall));
+}
+
+TEST_F(connection_test, IncompleteFrameIsATotalNotAGap) {
+    open();
+    send(headers_frame(1, post(10), false)); // a stream busy meanwhile
+    const std::string h = headers_frame(3, browser_get(), true);
+    send(h.substr(0, 5));
+    EXPECT_TRUE(owner.watched(0, watch::block));
+    send(h.substr(5, 5));
+    send(h.substr(10, 5));
+    EXPECT_EQ((owner.starts[{0, watch::block}]), 1); // bytes of the same frame: no new start
+    send(h.substr(15));
+    EXPECT_FALSE(owner.watched(0, watch::block));
+    // A frame begun after complete ones has its own total.
+    const std::string p = raw_frame(frame_type::ping, 0, 0, "12345678");
+    send(p + p.substr(0, 4));
+    EXPECT_EQ((owner.starts[{0, watch::block}]), 2);
+    send(p.substr(4) + p + p.substr(0, 4));
+    EXPECT_EQ((owner.starts[{0, watch::block}]), 3);
+    expire(0, watch::block);
+    expect_goaway(error_code::enhance_your_calm);
+    EXPECT_FALSE(owner.any_watched());
+}
+
+TEST_F(connection_test, BlockInContinuationsIsOneTotal) {
+    open();
+    const std::string block = block_of(browser_get());
+    std::string frames_in;
+    h2::write_frame_header(frames_in, 10, frame_type::headers, flag::end_stream, 1);
+    frames_in += block.substr(0, 10);
+    send(frames_in);
+    EXPECT_TRUE(owner.watched(0, watch::block));
+    std::string c;
+    h2::write_frame_header(c, 5, frame_type::continuation, 0, 1);
+    send(c + block.substr(10, 5));
+    EXPECT_EQ((owner.starts[{0, watch::block}]), 1); // whole frames, one block: one total
+    c.clear();
+    h2::write_frame_header(c, static_cast<std::uint32_t>(block.size() - 15),
+                           frame_type::continuation, flag::end_headers, 1);
+    send(c + block.substr(15));
+    EXPECT_FALSE(owner.watched(0, watch::block));
+    EXPECT_EQ(owner.requests.size(), 1U);
+}
+
+TEST_F(connection_test, GracefulPingWaitIsTheOwnersDeadline) {
+    open();
+    send(headers_frame(1, browser_get(), true));
+    conn->shutdown(out);
+    const auto f = frames();
+    EXPECT_TRUE(owner.watched(0, watch::ping));
+    expire(0, watch::ping);
+    const auto g = only(frames(), frame_type::goaway);
+    ASSERT_EQ(g.size(), 1U);
+    EXPECT_EQ(g[0].last_stream(), 1U);
+    EXPECT_FALSE(owner.watched(0, watch::ping));
+    conn->shutdown(out); // once only
+    send(raw_frame(frame_type::ping, flag::ack, 0, f[1].payload));
+    EXPECT_TRUE(frames().empty());
+}
+
+TEST_F(connection_test, ConnectionErrorEndsEveryDeadline) {
+    config.max_queued = 1 << 20;
+    open();
+    send(settings_frame({{h2::settings_id::initial_window_size, 0}}));
+    send(headers_frame(1, post(10), false));
+    send(headers_frame(3, browser_get(), true));
+    conn->respond(3, 200, {}, false, out);
+    conn->data(3, "held", false, out);
+    send(raw_frame(frame_type::ping, 0, 0, "12345678").substr(0, 12)); // an incomplete frame
+    EXPECT_TRUE(owner.watched(0, watch::block));
+    EXPECT_TRUE(owner.watched(0, watch::settings));
+    EXPECT_TRUE(owner.watched(1, watch::body));
+    EXPECT_TRUE(owner.watched(3, watch::stall));
+    conn->goaway(error_code::internal_error, out);
+    EXPECT_FALSE(owner.any_watched());
+}
+
 } // namespace
 } // namespace h2_test

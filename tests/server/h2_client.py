@@ -11,14 +11,34 @@ plain TCP on 127.0.0.1, optionally TLS with ALPN h2 (--tls).
                                       prints "goaway <error code> <last stream>" then "eof"
   h2_client.py PORT partial          half the client preface, then nothing: prints "eof" when
                                       the server closes
+  h2_client.py PORT slow-body PATH   a GET of PATH keeps the connection busy while a POST's
+                                      body stops after its first bytes: prints the POST's status
+                                      and "ended" or "reset <code>", then a next GET's status
+  h2_client.py PORT slow-headers PATH  a GET of PATH keeps the connection busy while a second
+                                      request's HEADERS stops half way: prints "goaway <code>",
+                                      then "eof"
+  h2_client.py PORT zero-window PATH  stream windows of 0, a GET of PATH: prints "reset <code>"
+                                      when the server gives up on the stream, then "ping" when
+                                      the connection still answers one
+  h2_client.py PORT no-ack           the preface and SETTINGS, never acknowledging the server's:
+                                      prints "goaway <code>" then "eof"
+  h2_client.py PORT mute PATH        a GET; from the server's first GOAWAY on nothing more is
+                                      sent (its PING unanswered): prints "goaway <code> <last>"
+                                      for each, the body's length and "ended", then "eof"
+  h2_client.py PORT get PATH         as mute, answering SETTINGS and PINGs to the end
+  h2_client.py PORT pings            no request, a PING every 20 ms until the server's GOAWAY:
+                                      prints "goaway <code> <last>" for each, then "eof"
 """
+import select
 import socket
 import ssl
 import sys
+import time
 
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 
 
 def connect(port, tls):
@@ -158,6 +178,179 @@ def idle(port, path, tls):
                 pass
 
 
+def frames(sock, buf=b""):
+    """The server's frames as (type, flags, stream, payload) until it closes."""
+    while True:
+        while len(buf) >= 9:
+            length = int.from_bytes(buf[0:3], "big")
+            if len(buf) < 9 + length:
+                break
+            kind, flags = buf[3], buf[4]
+            stream = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+            yield kind, flags, stream, buf[9:9 + length]
+            buf = buf[9 + length:]
+        try:
+            data = sock.recv(65536)
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            return
+        buf += data
+
+
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY = 0, 1, 3, 4, 6, 7
+
+
+def slow_body(port, path, tls):
+    sock, conn = connect(port, tls)
+    busy = conn.get_next_available_stream_id()
+    conn.send_headers(busy, request_headers("GET", path), end_stream=True)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, request_headers("POST", "/upload", [("content-length", "100")]))
+    conn.send_data(sid, b"x" * 10)
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(60)
+    r = responses()
+    codes = {}
+    while sid not in r.ended and sid not in r.reset:
+        data = sock.recv(65536)
+        if not data:
+            sys.exit("the server closed the connection")
+        events = conn.receive_data(data)
+        for e in events:
+            if isinstance(e, h2.events.StreamReset):
+                codes[e.stream_id] = e.error_code
+        r.take(conn, events)
+        out = conn.data_to_send()
+        if out:
+            sock.sendall(out)
+    ending = "ended" if sid in r.ended else "reset %d" % codes[sid]
+    nxt = conn.get_next_available_stream_id()
+    conn.send_headers(nxt, request_headers("GET", "/"), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    while nxt not in r.ended:
+        pump(sock, conn, r)
+    print(r.status.get(sid, "-"), ending)
+    print(r.status.get(nxt))
+
+
+def slow_headers(port, path, tls):
+    sock, conn = connect(port, tls)
+    busy = conn.get_next_available_stream_id()
+    conn.send_headers(busy, request_headers("GET", path), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    second = conn.get_next_available_stream_id()
+    conn.send_headers(second, request_headers("GET", "/"), end_stream=True)
+    frame = conn.data_to_send()
+    sock.sendall(frame[:len(frame) // 2])
+    sock.settimeout(60)
+    for kind, _, _, payload in frames(sock):
+        if kind == GOAWAY:
+            print("goaway", int.from_bytes(payload[4:8], "big"))
+    print("eof")
+
+
+def zero_window(port, path, tls):
+    sock, conn = connect(port, tls)
+    conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, request_headers("GET", path), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(60)
+    reset_code = None
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            sys.exit("the server closed the connection")
+        for e in conn.receive_data(data):
+            if isinstance(e, h2.events.StreamReset) and e.stream_id == sid:
+                reset_code = e.error_code
+                print("reset", reset_code)
+                conn.ping(b"12345678")
+            elif isinstance(e, h2.events.PingAckReceived):
+                print("ping")
+                return
+            elif isinstance(e, h2.events.ConnectionTerminated):
+                sys.exit("GOAWAY: %s" % e)
+        out = conn.data_to_send()
+        if out:
+            sock.sendall(out)
+
+
+def no_ack(port):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, SETTINGS, 0, 0, 0, 0, 0]))
+    for kind, _, _, payload in frames(sock):
+        if kind == GOAWAY:
+            print("goaway", int.from_bytes(payload[4:8], "big"))
+    print("eof")
+
+
+def get(port, path, tls, mute_at_goaway):
+    sock, conn = connect(port, tls)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, request_headers("GET", path), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(60)
+    muted = False
+    length = 0
+    for kind, flags, stream, payload in frames(sock):
+        if kind == GOAWAY:
+            last = int.from_bytes(payload[0:4], "big") & 0x7FFFFFFF
+            print("goaway", int.from_bytes(payload[4:8], "big"), last)
+            muted = mute_at_goaway
+        elif not muted:
+            answer(sock, kind, flags, payload)
+        if kind == DATA and stream == sid:
+            length += len(payload)
+            if flags & 1:
+                print(length, "ended")
+    print("eof")
+
+
+def pings(port, tls):
+    sock, conn = connect(port, tls)
+    sock.settimeout(60)
+    buf = b""
+    goaway = False
+    last_ping = 0.0
+    while True:
+        if not goaway and time.monotonic() - last_ping >= 0.02:
+            sock.sendall(bytes([0, 0, 8, PING, 0, 0, 0, 0, 0]) + b"12345678")
+            last_ping = time.monotonic()
+        ready, _, _ = select.select([sock], [], [], 0.02)
+        if not ready:
+            continue
+        try:
+            data = sock.recv(65536)
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            print("eof")
+            return
+        buf += data
+        while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[0:3], "big"):
+            length = int.from_bytes(buf[0:3], "big")
+            kind, flags, payload = buf[3], buf[4], buf[9:9 + length]
+            buf = buf[9 + length:]
+            answer(sock, kind, flags, payload)
+            if kind == GOAWAY:
+                last = int.from_bytes(payload[0:4], "big") & 0x7FFFFFFF
+                print("goaway", int.from_bytes(payload[4:8], "big"), last)
+                goaway = True
+
+
+def answer(sock, kind, flags, payload):
+    """What a client must answer: a SETTINGS' ACK, a PING's."""
+    try:
+        if kind == SETTINGS and not flags & 1:
+            sock.sendall(bytes([0, 0, 0, SETTINGS, 1, 0, 0, 0, 0]))
+        elif kind == PING and not flags & 1:
+            sock.sendall(bytes([0, 0, 8, PING, 1, 0, 0, 0, 0]) + payload)
+    except OSError:
+        pass
+
+
 def partial(port):
     sock = socket.create_connection(("127.0.0.1", port), timeout=60)
     sock.sendall(b"PRI * HTTP/2.0\r\n")
@@ -182,6 +375,20 @@ def main():
         idle(port, args[2], tls)
     elif mode == "partial":
         partial(port)
+    elif mode == "slow-body":
+        slow_body(port, args[2], tls)
+    elif mode == "slow-headers":
+        slow_headers(port, args[2], tls)
+    elif mode == "zero-window":
+        zero_window(port, args[2], tls)
+    elif mode == "no-ack":
+        no_ack(port)
+    elif mode == "mute":
+        get(port, args[2], tls, True)
+    elif mode == "get":
+        get(port, args[2], tls, False)
+    elif mode == "pings":
+        pings(port, tls)
     else:
         sys.exit(__doc__)
 

@@ -18,6 +18,16 @@ using namespace std::chrono_literals;
 namespace tarry::test {
 namespace {
 
+/// A sum of the workers' HTTP/2 counters: `pick` chooses one.
+template <class Pick> std::int64_t h2_metric(server::server& s, Pick pick) {
+    std::int64_t n = 0;
+    for (auto& w : s.workers())
+        n += pick(w->metrics().h2).get();
+    return n;
+}
+
+using h2_counters = server::worker_metrics::h2_counters;
+
 class H2cTest : public ServerTest {
 protected:
     std::filesystem::path dir =
@@ -154,6 +164,19 @@ TEST_F(H2cTest, PythonResetStopsTheAnswerAndTheConnectionGoesOn) {
     EXPECT_EQ(r.output, "reset 200\n");
     EXPECT_TRUE(eventually([&] { return counts.aborted.load() == 1; }));
     EXPECT_TRUE(eventually([&] { return counts.alive.load() == 0; }));
+    // /metrics: the client's reset by its code, the streams, no connection left.
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.resets_received[8]; }),
+              1);
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.streams_total; }),
+              2);
+    EXPECT_TRUE(eventually([&] {
+        return h2_metric(
+                   *srv, [](h2_counters & h) -> auto& { return h.streams; }) == 0 &&
+               h2_metric(
+                   *srv, [](h2_counters & h) -> auto& { return h.connections; }) == 0;
+    }));
 }
 
 TEST_F(H2cTest, IdlePastKeepAliveTimeoutGetsGoawayThenTheClose) {
@@ -178,6 +201,149 @@ TEST_F(H2cTest, APrefaceThatStopsIsClosedAtHeaderTimeout) {
     EXPECT_GE(steady::now() - started, 300ms);
     EXPECT_TRUE(
         eventually([&] { return closes(*srv, server::close_reason::header_timeout) == 1; }));
+}
+
+// Deadlines within a busy connection: each as an attacker would hold a connection, with short
+// real timeouts; the tests wait for what the client sees, never for a guessed time.
+
+TEST_F(H2cTest, BodyThatStopsIsAnswered408WhileAnotherStreamGoesOn) {
+    cfg.body_timeout = 300ms;
+    slow_stream::shape s;
+    s.pieces = 1000;
+    s.delay = 0ms;
+    s.gap = 20ms;
+    custom.push_back({"/stream", [this, s](server::handler_context& h) {
+                          return std::make_shared<slow_stream>(h.io, s, counts);
+                      }});
+    custom.push_back({"/upload", [this](server::handler_context& h) {
+                          return std::make_shared<upload_counter>(h.io, 1 << 20, counts);
+                      }});
+    start();
+    const auto started = steady::now();
+    const run_result r = python("slow-body /stream");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "408 ended\n200\n"); // and the connection goes on
+    EXPECT_GE(steady::now() - started, 300ms);
+    EXPECT_TRUE(eventually([&] { return counts.aborted.load() >= 1; })); // the upload's answer
+    EXPECT_TRUE(eventually([&] { return counts.alive.load() == 0; }));
+}
+
+TEST_F(H2cTest, HeadersThatStopWhileAStreamIsBusyEndTheConnection) {
+    cfg.header_timeout = 300ms;
+    slow_stream::shape s;
+    s.pieces = 1000;
+    s.delay = 0ms;
+    s.gap = 20ms;
+    custom.push_back({"/stream", [this, s](server::handler_context& h) {
+                          return std::make_shared<slow_stream>(h.io, s, counts);
+                      }});
+    start();
+    const auto started = steady::now();
+    const run_result r = python("slow-headers /stream");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "goaway 11\neof\n"); // ENHANCE_YOUR_CALM
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.goaways[11]; }),
+              1);
+    EXPECT_GE(steady::now() - started, 300ms);
+    EXPECT_TRUE(
+        eventually([&] { return closes(*srv, server::close_reason::header_timeout) == 1; }));
+    EXPECT_TRUE(eventually([&] { return counts.alive.load() == 0; }));
+}
+
+TEST_F(H2cTest, StreamHeldAtAZeroWindowIsResetAndTheConnectionGoesOn) {
+    cfg.send_timeout = 300ms;
+    cfg.docroot = dir;
+    start();
+    const auto started = steady::now();
+    const run_result r = python("zero-window /big.bin");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "reset 8\nping\n"); // CANCEL
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.resets_sent[8]; }),
+              1);
+    EXPECT_GE(steady::now() - started, 300ms);
+}
+
+TEST_F(H2cTest, SettingsNeverAcknowledgedIsSettingsTimeout) {
+    cfg.http2_ack_timeout = 300ms;
+    start();
+    const auto started = steady::now();
+    const run_result r = python("no-ack");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "goaway 4\neof\n");
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.goaways[4]; }),
+              1);
+    EXPECT_GE(steady::now() - started, 300ms);
+}
+
+TEST_F(H2cTest, GracefulStopsPingWaitIsBounded) {
+    cfg.http2_ack_timeout = 200ms;
+    slow_stream::shape s;
+    s.pieces = 50;
+    s.delay = 0ms;
+    s.gap = 20ms;
+    custom.push_back({"/stream", [this, s](server::handler_context& h) {
+                          return std::make_shared<slow_stream>(h.io, s, counts);
+                      }});
+    start();
+    std::thread stopper([&] {
+        eventually([&] { return counts.alive.load() == 1; });
+        srv->stop();
+    });
+    // A client that answers nothing once the stop's GOAWAY came: the final GOAWAY goes at
+    // http2_ack_timeout, and the stream in flight still finishes.
+    const run_result r = python("mute /stream");
+    stopper.join();
+    runner.join();
+    srv.reset();
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "goaway 0 2147483647\ngoaway 0 1\n50000 ended\neof\n");
+    EXPECT_EQ(counts.finished.load(), 1);
+}
+
+TEST_F(H2cTest, MaxRequestsEndsTheConnectionGracefully) {
+    cfg.max_requests_per_connection = 1;
+    start();
+    const run_result r = python("get /");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "goaway 0 2147483647\n13 ended\ngoaway 0 1\neof\n");
+}
+
+TEST_F(H2cTest, MaxConnectionAgeEndsTheConnectionGracefully) {
+    cfg.max_connection_age = 300ms;
+    start();
+    const auto started = steady::now();
+    const run_result r = python("pings");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "goaway 0 2147483647\ngoaway 0 0\neof\n");
+    EXPECT_GE(steady::now() - started, 300ms);
+}
+
+TEST_F(H2cTest, PressureTakesAnIdleH2ConnectionWithAGoaway) {
+    cfg.max_connections = 1;
+    cfg.keep_alive_min_timeout = 0ms;
+    start();
+    run_result r;
+    std::thread client([&] { r = python("get /"); });
+    // Idle once its one request is answered.
+    EXPECT_TRUE(eventually([&] {
+        return h2_metric(
+                   *srv, [](h2_counters & h) -> auto& { return h.streams_total; }) == 1 &&
+               in_phase(*srv, server::conn_phase::keep_alive) == 1;
+    }));
+    {
+        test_client newcomer(port); // past max_connections: the idle one goes for it
+        ASSERT_TRUE(newcomer.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        const auto answer = newcomer.read_response(5s);
+        ASSERT_TRUE(answer);
+        EXPECT_EQ(answer->status, 200);
+    }
+    client.join();
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "13 ended\ngoaway 0 1\neof\n"); // NO_ERROR, its last stream
+    EXPECT_EQ(closes(*srv, server::close_reason::pressure), 1);
 }
 
 TEST_F(H2cTest, GracefulStopLetsAStreamInFlightFinish) {
