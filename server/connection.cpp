@@ -54,12 +54,11 @@ void connection::start() {
     m.open.add();
     m.phases[static_cast<std::size_t>(phase_)].add();
     ctx_.date.hold();
-    if (tls_) {
-        tls::stream& s = ctx_.tls.open(fd_); // may throw: the caller closes us
-        if (!ctx_.settings.tls || !s.start(ctx_.settings.tls, fd_)) {
-            close(close_reason::error);
-            return;
-        }
+    // A TLS connection's state is made by its first byte (shake()): until then it costs this
+    // object alone, as nginx's does.
+    if (tls_ && !ctx_.settings.tls) {
+        close(close_reason::error);
+        return;
     }
     if (!ctx_.poll.add_tagged(fd_, this)) {
         close(close_reason::error);
@@ -418,7 +417,16 @@ void connection::drive(bool fresh) {
 }
 
 bool connection::shake() {
-    tls::stream& s = tls_stream();
+    tls::stream* found = ctx_.tls.find(fd_);
+    if (found == nullptr) {
+        // The first edge: the stream (OpenSSL's object comes with the ClientHello's first byte).
+        found = &ctx_.tls.open(fd_); // may throw: drive()'s caller closes us
+        if (!ctx_.settings.tls || !found->start(ctx_.settings.tls, fd_)) {
+            close(close_reason::error);
+            return false;
+        }
+    }
+    tls::stream& s = *found;
     worker_metrics::tls_counters& m = ctx_.metrics.tls;
     switch (s.handshake(fd_)) {
     case tls::step::done: {
@@ -530,6 +538,10 @@ void connection::wait(bool writable) {
         enter(conn_phase::handshake, false); // a total from accept
     } else if (phase_ == conn_phase::silent && session_.requests() == 0) {
         enter(conn_phase::silent, false); // from accept: empty lines do not move it
+        // Nothing in flight (a TLS connection after its handshake, a browser's preconnected
+        // socket): hold nothing but the socket, as an idle keep-alive connection.
+        release_buffers(false);
+        if (tls_) tls_stream().release();
     } else {
         enter(conn_phase::keep_alive, answered);
         release_buffers(false); // idle: hold nothing but the socket

@@ -234,7 +234,13 @@ bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
     } catch (...) {
         return false;
     }
-    ssl_ = ctx->new_ssl(fd);
+    fd_ = fd;
+    hs_->ctx = std::move(ctx);
+    return true;
+}
+
+bool stream::make_ssl() noexcept {
+    ssl_ = hs_->ctx->new_ssl(fd_);
     if (ssl_ == nullptr) return false;
     BIO* bio = BIO_new(socket_method());
     if (bio == nullptr) {
@@ -244,9 +250,9 @@ bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
     }
     BIO_set_data(bio, this);
     SSL_set_bio(ssl_, bio, bio); // replaces the socket's own BIO; one reference for both
-    fd_ = fd;
-    hs_->ctx = std::move(ctx);
     SSL_set_app_data(ssl_, this);
+    SSL_set_msg_callback(ssl_, on_record);
+    SSL_set_msg_callback_arg(ssl_, hs_.get());
     return true;
 }
 
@@ -309,7 +315,7 @@ bool stream::plaintext_waiting() const noexcept {
 // --- The handshake ---------------------------------------------------------------------------
 
 step stream::handshake(int fd) noexcept {
-    if (ssl_ == nullptr || !hs_) return step::failed;
+    if (!hs_) return step::failed;
     if (!started_) {
         // A TLS client's first byte is a handshake record's type (22). Anything else is not
         // TLS; letters are someone's HTTP request, which nginx answers with 400 too.
@@ -325,9 +331,13 @@ step stream::handshake(int fd) noexcept {
             failure_ = handshake_failure::not_tls;
             return (first >= 'A' && first <= 'Z') ? step::plain_http : step::failed;
         }
+        // OpenSSL's object (kilobytes) only now that a ClientHello is coming, as nginx does:
+        // a connection that sends nothing costs the connection alone.
+        if (!make_ssl()) {
+            failure_ = handshake_failure::other;
+            return step::failed;
+        }
         started_ = true;
-        SSL_set_msg_callback(ssl_, on_record);
-        SSL_set_msg_callback_arg(ssl_, hs_.get());
     }
     ERR_clear_error();
     const int r = SSL_do_handshake(ssl_);
@@ -339,7 +349,11 @@ step stream::handshake(int fd) noexcept {
         SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);
         h2_ = alpn_len == 2 && std::memcmp(alpn, "h2", 2) == 0;
         SSL_set_msg_callback(ssl_, nullptr);
-        if (!adopt_records()) hs_->ctx.reset(); // TLS 1.2: the context's callbacks are done
+        if (!adopt_records()) {
+            // TLS 1.2: OpenSSL's object goes on alone; the context's callbacks are done.
+            SSL_set_msg_callback_arg(ssl_, nullptr);
+            hs_.reset();
+        }
         return step::done;
     }
     switch (SSL_get_error(ssl_, r)) {

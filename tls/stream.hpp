@@ -51,8 +51,9 @@ public:
     stream& operator=(const stream&) = delete;
     ~stream();
 
-    /// Starts a server handshake on `fd` with `ctx`'s certificates (kept for its callbacks
-    /// until the handshake is over); false when OpenSSL is out of memory.
+    /// Prepares a server handshake on `fd` with `ctx`'s certificates (kept for its callbacks
+    /// until the handshake is over); false when out of memory. OpenSSL's object is made by the
+    /// first handshake() that finds the ClientHello's first byte.
     bool start(std::shared_ptr<const context> ctx, int fd) noexcept;
     /// Skips the handshake: records protected with these traffic secrets from the start, as
     /// after a TLS 1.3 handshake (`client` protects what is read). For tests and fuzzing.
@@ -112,6 +113,8 @@ public:
 
 private:
     struct capture;
+    /// OpenSSL's server object on fd_, reading and writing through our BIO.
+    bool make_ssl() noexcept;
     bool adopt_records() noexcept;
     ssize_t ssl_recv(char* buf, std::size_t n) noexcept;
     ssize_t ssl_send(const char* buf, std::size_t n) noexcept;
