@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -64,7 +65,22 @@ namespace {
 
 thread_local std::vector<std::unique_ptr<stream::buffers>>* kept = nullptr;
 thread_local std::uint64_t key_updates_seen = 0;
-constexpr std::size_t kept_max = 64;
+/// Record buffers kept for reuse. A connection holds its buffers only while bytes move or wait
+/// in them (a partial record, records the socket did not take), not while it waits for the
+/// client, whatever its phase: a few serve a busy thread; more would pin the pages a burst
+/// touched.
+constexpr std::size_t kept_max = 16;
+
+/// This thread's handshakes with OpenSSL's object alive (kilobytes each, freed at their end),
+/// the most at once since the last burst_over(), and how many ended since.
+struct handshake_burst {
+    std::uint32_t open = 0;
+    std::uint32_t peak = 0;
+    std::uint32_t ended = 0;
+};
+thread_local handshake_burst burst;
+/// Concurrent handshakes worth giving memory back after: 64 leave about 2 MB of freed heap.
+constexpr std::uint32_t burst_min_peak = 64;
 
 std::vector<std::unique_ptr<stream::buffers>>& kept_list() {
     thread_local std::vector<std::unique_ptr<stream::buffers>> list;
@@ -253,10 +269,32 @@ bool stream::make_ssl() noexcept {
     SSL_set_app_data(ssl_, this);
     SSL_set_msg_callback(ssl_, on_record);
     SSL_set_msg_callback_arg(ssl_, hs_.get());
+    counted_ = true;
+    burst.peak = std::max(burst.peak, ++burst.open);
+    return true;
+}
+
+void stream::handshake_ended() noexcept {
+    if (!counted_) return;
+    counted_ = false;
+    --burst.open;
+    ++burst.ended;
+}
+
+bool stream::burst_over() noexcept {
+    // Once a burst of handshakes is over, the heap it used is free but resident (glibc keeps
+    // it), under connections that may stay idle for minutes: worth one trim. Not before the
+    // burst's worth of handshakes ended twice over, so that a steady load (whose count of open
+    // handshakes touches zero now and then) trims rarely.
+    if (burst.open != 0 || burst.peak < burst_min_peak || burst.ended < 2 * burst.peak)
+        return false;
+    burst.peak = 0;
+    burst.ended = 0;
     return true;
 }
 
 stream::~stream() {
+    handshake_ended(); // (a handshake that failed, or was cut short)
     if (ssl_ != nullptr) SSL_free(ssl_);
     if (buf_) release();
     if (buf_) buf_.reset();
@@ -342,6 +380,7 @@ step stream::handshake(int fd) noexcept {
     ERR_clear_error();
     const int r = SSL_do_handshake(ssl_);
     if (r == 1) {
+        handshake_ended();
         resumed_ = SSL_session_reused(ssl_) == 1;
         suite_ = suite_index(ssl_);
         const unsigned char* alpn = nullptr;

@@ -92,6 +92,9 @@ public:
     void release() noexcept;
     /// Frees the buffers this thread keeps for reuse.
     static void release_kept() noexcept;
+    /// True once after a burst of concurrent handshakes on this thread is over (none in
+    /// progress now, at least 64 at the peak): the time to give the heap they used back.
+    static bool burst_over() noexcept;
 
     /// KeyUpdates received and sent over this thread's life (metrics).
     static std::uint64_t key_updates() noexcept;
@@ -115,6 +118,8 @@ private:
     struct capture;
     /// OpenSSL's server object on fd_, reading and writing through our BIO.
     bool make_ssl() noexcept;
+    /// OpenSSL's handshake state is gone (done, failed or cut short): counted for burst_over().
+    void handshake_ended() noexcept;
     bool adopt_records() noexcept;
     ssize_t ssl_recv(char* buf, std::size_t n) noexcept;
     ssize_t ssl_send(const char* buf, std::size_t n) noexcept;
@@ -155,6 +160,7 @@ private:
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
     bool ssl_ended_ = false;   ///< OpenSSL's read ended behind bytes returned (ssl_recv)
     bool h2_ = false;          ///< ALPN chose h2
+    bool counted_ = false;     ///< a handshake in progress, counted for burst_over()
 };
 
 } // namespace tarry::tls
