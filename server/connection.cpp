@@ -55,11 +55,17 @@ void connection::start() {
     m.open.add();
     m.phases[static_cast<std::size_t>(phase_)].add();
     ctx_.date.hold();
-    // A TLS connection's state is made by its first byte (shake()): until then it costs this
-    // object alone, as nginx's does.
-    if (tls_ && !ctx_.settings.tls) {
-        close(close_reason::error);
-        return;
+    // A TLS connection's stream is made now, OpenSSL's object only by the ClientHello's first
+    // byte (shake()), as nginx does: until then it costs this object and the stream's record
+    // state. Made at accept, beside this object, the streams that outlive their handshakes sit
+    // together, not among the handshakes' freed kilobytes: after a burst of handshakes the
+    // heap's free pages can go back.
+    if (tls_) {
+        if (!ctx_.settings.tls) {
+            close(close_reason::error);
+            return;
+        }
+        ctx_.tls.open(fd_); // may throw: the caller closes us
     }
     if (!ctx_.poll.add_tagged(fd_, this)) {
         close(close_reason::error);
@@ -418,16 +424,12 @@ void connection::drive(bool fresh) {
 }
 
 bool connection::shake() {
-    tls::stream* found = ctx_.tls.find(fd_);
-    if (found == nullptr) {
-        // The first edge: the stream (OpenSSL's object comes with the ClientHello's first byte).
-        found = &ctx_.tls.open(fd_); // may throw: drive()'s caller closes us
-        if (!ctx_.settings.tls || !found->start(ctx_.settings.tls, fd_)) {
-            close(close_reason::error);
-            return false;
-        }
+    tls::stream& s = tls_stream();
+    // The first edge (OpenSSL's object comes with the ClientHello's first byte).
+    if (!s.prepared() && (!ctx_.settings.tls || !s.start(ctx_.settings.tls, fd_))) {
+        close(close_reason::error);
+        return false;
     }
-    tls::stream& s = *found;
     worker_metrics::tls_counters& m = ctx_.metrics.tls;
     switch (s.handshake(fd_)) {
     case tls::step::done: {

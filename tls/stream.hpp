@@ -55,6 +55,8 @@ public:
     /// until the handshake is over); false when out of memory. OpenSSL's object is made by the
     /// first handshake() that finds the ClientHello's first byte.
     bool start(std::shared_ptr<const context> ctx, int fd) noexcept;
+    /// Whether start() was called.
+    [[nodiscard]] bool prepared() const noexcept { return fd_ >= 0; }
     /// Skips the handshake: records protected with these traffic secrets from the start, as
     /// after a TLS 1.3 handshake (`client` protects what is read). For tests and fuzzing.
     bool start_with_secrets(aead a, std::span<const std::uint8_t> client,
