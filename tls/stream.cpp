@@ -72,11 +72,10 @@ thread_local std::uint64_t key_updates_seen = 0;
 constexpr std::size_t kept_max = 16;
 
 /// This thread's handshakes with OpenSSL's object alive (kilobytes each, freed at their end),
-/// the most at once since the last burst_over(), and how many ended since.
+/// and the most at once since the last burst_over().
 struct handshake_burst {
     std::uint32_t open = 0;
     std::uint32_t peak = 0;
-    std::uint32_t ended = 0;
 };
 thread_local handshake_burst burst;
 /// Concurrent handshakes worth giving memory back after: 64 leave about 2 MB of freed heap.
@@ -278,18 +277,14 @@ void stream::handshake_ended() noexcept {
     if (!counted_) return;
     counted_ = false;
     --burst.open;
-    ++burst.ended;
 }
 
 bool stream::burst_over() noexcept {
     // Once a burst of handshakes is over, the heap it used is free but resident (glibc keeps
-    // it), under connections that may stay idle for minutes: worth one trim. Not before the
-    // burst's worth of handshakes ended twice over, so that a steady load (whose count of open
-    // handshakes touches zero now and then) trims rarely.
-    if (burst.open != 0 || burst.peak < burst_min_peak || burst.ended < 2 * burst.peak)
-        return false;
+    // it), under connections that may stay idle for minutes: worth one trim. The next needs
+    // another burst of as many at once.
+    if (burst.open != 0 || burst.peak < burst_min_peak) return false;
     burst.peak = 0;
-    burst.ended = 0;
     return true;
 }
 
