@@ -895,7 +895,8 @@ TEST(TlsPreconnectTest, APreconnectedSocketAndABareConnectionAreAnsweredWhenThey
 
 TEST(TlsPreconnectTest, OpensslSClientSendsItsRequestLongAfterItsHandshake) {
     tls_server t({"--workers", "1"});
-    const fs::path dir = fs::temp_directory_path() / ("tarry_preconnect_" + std::to_string(::getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("tarry_preconnect_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string fifo = q(dir / "in");
@@ -908,10 +909,12 @@ TEST(TlsPreconnectTest, OpensslSClientSendsItsRequestLongAfterItsHandshake) {
         fifo + " > " + q(dir / "out") + " 2>&1 &) && exec 3> " + fifo +
         " && for i in $(seq 200); do curl -s " + metrics +
         " | grep -q '^tarry_connections_by_phase{phase=\"silent\"} 1$' && break; sleep 0.05; done"
-        " && curl -s " + metrics + " | grep '^tarry_connections_by_phase{phase=\"silent\"}'"
+        " && curl -s " +
+        metrics +
+        " | grep '^tarry_connections_by_phase{phase=\"silent\"}'"
         " && printf 'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3"
-        " && exec 3>&- && for i in $(seq 200); do grep -q 'Hello, World!' " + q(dir / "out") +
-        " && break; sleep 0.05; done; cat " + q(dir / "out"));
+        " && exec 3>&- && for i in $(seq 200); do grep -q 'Hello, World!' " +
+        q(dir / "out") + " && break; sleep 0.05; done; cat " + q(dir / "out"));
     EXPECT_TRUE(has(r.output, "tarry_connections_by_phase{phase=\"silent\"} 1")) << r.output;
     EXPECT_TRUE(has(r.output, "HTTP/1.1 200 OK")) << r.output;
     EXPECT_TRUE(has(r.output, "Hello, World!")) << r.output;
