@@ -8,6 +8,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -54,12 +55,17 @@ void connection::start() {
     m.open.add();
     m.phases[static_cast<std::size_t>(phase_)].add();
     ctx_.date.hold();
+    // A TLS connection's stream is made now, OpenSSL's object only by the ClientHello's first
+    // byte (shake()), as nginx does: until then it costs this object and the stream's record
+    // state. Made at accept, beside this object, the streams that outlive their handshakes sit
+    // together, not among the handshakes' freed kilobytes: after a burst of handshakes the
+    // heap's free pages can go back.
     if (tls_) {
-        tls::stream& s = ctx_.tls.open(fd_); // may throw: the caller closes us
-        if (!ctx_.settings.tls || !s.start(ctx_.settings.tls, fd_)) {
+        if (!ctx_.settings.tls) {
             close(close_reason::error);
             return;
         }
+        ctx_.tls.open(fd_); // may throw: the caller closes us
     }
     if (!ctx_.poll.add_tagged(fd_, this)) {
         close(close_reason::error);
@@ -419,10 +425,23 @@ void connection::drive(bool fresh) {
 
 bool connection::shake() {
     tls::stream& s = tls_stream();
+    // The first edge (OpenSSL's object comes with the ClientHello's first byte).
+    if (!s.prepared() && (!ctx_.settings.tls || !s.start(ctx_.settings.tls, fd_))) {
+        close(close_reason::error);
+        return false;
+    }
     worker_metrics::tls_counters& m = ctx_.metrics.tls;
     switch (s.handshake(fd_)) {
     case tls::step::done: {
         handshaking_ = false;
+        if (tls::stream::burst_over()) [[unlikely]] {
+            // OpenSSL's objects of a burst of handshakes are freed, but glibc keeps their heap
+            // resident under connections that may now idle for minutes (the worker's trimmer
+            // acts on closes, which do not come): the free lists and the free pages go back,
+            // as it would do.
+            release_kept();
+            ::malloc_trim(0);
+        }
         m.handshakes[s.resumed() ? 1 : 0].add();
         const auto now = timeouts::clock::now();
         m.took(static_cast<std::int64_t>(clock_ms(now) - born_ms_) * 1000);
@@ -535,6 +554,10 @@ void connection::wait(bool writable) {
         enter(conn_phase::handshake, false); // a total from accept
     } else if (phase_ == conn_phase::silent && session_.requests() == 0) {
         enter(conn_phase::silent, false); // from accept: empty lines do not move it
+        // Nothing in flight (a TLS connection after its handshake, a browser's preconnected
+        // socket): hold nothing but the socket, as an idle keep-alive connection.
+        release_buffers(false);
+        if (tls_) tls_stream().release();
     } else {
         enter(conn_phase::keep_alive, answered);
         release_buffers(false); // idle: hold nothing but the socket

@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -64,7 +65,21 @@ namespace {
 
 thread_local std::vector<std::unique_ptr<stream::buffers>>* kept = nullptr;
 thread_local std::uint64_t key_updates_seen = 0;
-constexpr std::size_t kept_max = 64;
+/// Record buffers kept for reuse. A connection holds its buffers only while bytes move or wait
+/// in them (a partial record, records the socket did not take), not while it waits for the
+/// client, whatever its phase: a few serve a busy thread; more would pin the pages a burst
+/// touched.
+constexpr std::size_t kept_max = 16;
+
+/// This thread's handshakes with OpenSSL's object alive (kilobytes each, freed at their end),
+/// and the most at once since the last burst_over().
+struct handshake_burst {
+    std::uint32_t open = 0;
+    std::uint32_t peak = 0;
+};
+thread_local handshake_burst burst;
+/// Concurrent handshakes worth giving memory back after: 64 leave about 2 MB of freed heap.
+constexpr std::uint32_t burst_min_peak = 64;
 
 std::vector<std::unique_ptr<stream::buffers>>& kept_list() {
     thread_local std::vector<std::unique_ptr<stream::buffers>> list;
@@ -234,7 +249,13 @@ bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
     } catch (...) {
         return false;
     }
-    ssl_ = ctx->new_ssl(fd);
+    fd_ = fd;
+    hs_->ctx = std::move(ctx);
+    return true;
+}
+
+bool stream::make_ssl() noexcept {
+    ssl_ = hs_->ctx->new_ssl(fd_);
     if (ssl_ == nullptr) return false;
     BIO* bio = BIO_new(socket_method());
     if (bio == nullptr) {
@@ -244,13 +265,31 @@ bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
     }
     BIO_set_data(bio, this);
     SSL_set_bio(ssl_, bio, bio); // replaces the socket's own BIO; one reference for both
-    fd_ = fd;
-    hs_->ctx = std::move(ctx);
     SSL_set_app_data(ssl_, this);
+    SSL_set_msg_callback(ssl_, on_record);
+    SSL_set_msg_callback_arg(ssl_, hs_.get());
+    counted_ = true;
+    burst.peak = std::max(burst.peak, ++burst.open);
+    return true;
+}
+
+void stream::handshake_ended() noexcept {
+    if (!counted_) return;
+    counted_ = false;
+    --burst.open;
+}
+
+bool stream::burst_over() noexcept {
+    // Once a burst of handshakes is over, the heap it used is free but resident (glibc keeps
+    // it), under connections that may stay idle for minutes: worth one trim. The next needs
+    // another burst of as many at once.
+    if (burst.open != 0 || burst.peak < burst_min_peak) return false;
+    burst.peak = 0;
     return true;
 }
 
 stream::~stream() {
+    handshake_ended(); // (a handshake that failed, or was cut short)
     if (ssl_ != nullptr) SSL_free(ssl_);
     if (buf_) release();
     if (buf_) buf_.reset();
@@ -309,7 +348,7 @@ bool stream::plaintext_waiting() const noexcept {
 // --- The handshake ---------------------------------------------------------------------------
 
 step stream::handshake(int fd) noexcept {
-    if (ssl_ == nullptr || !hs_) return step::failed;
+    if (!hs_) return step::failed;
     if (!started_) {
         // A TLS client's first byte is a handshake record's type (22). Anything else is not
         // TLS: as nginx does, bytes are handed to HTTP (answered 400), but an SSLv2 hello's
@@ -327,13 +366,18 @@ step stream::handshake(int fd) noexcept {
                                                     : handshake_failure::not_tls;
             return first < 0x80 ? step::plain_http : step::failed;
         }
+        // OpenSSL's object (kilobytes) only now that a ClientHello is coming, as nginx does:
+        // a connection that sends nothing costs the connection alone.
+        if (!make_ssl()) {
+            failure_ = handshake_failure::other;
+            return step::failed;
+        }
         started_ = true;
-        SSL_set_msg_callback(ssl_, on_record);
-        SSL_set_msg_callback_arg(ssl_, hs_.get());
     }
     ERR_clear_error();
     const int r = SSL_do_handshake(ssl_);
     if (r == 1) {
+        handshake_ended();
         resumed_ = SSL_session_reused(ssl_) == 1;
         suite_ = suite_index(ssl_);
         certificate_ = hs_->ctx->index_of(SSL_get_SSL_CTX(ssl_));
@@ -342,7 +386,11 @@ step stream::handshake(int fd) noexcept {
         SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);
         h2_ = alpn_len == 2 && std::memcmp(alpn, "h2", 2) == 0;
         SSL_set_msg_callback(ssl_, nullptr);
-        if (!adopt_records()) hs_->ctx.reset(); // TLS 1.2: the context's callbacks are done
+        if (!adopt_records()) {
+            // TLS 1.2: OpenSSL's object goes on alone; the context's callbacks are done.
+            SSL_set_msg_callback_arg(ssl_, nullptr);
+            hs_.reset();
+        }
         return step::done;
     }
     switch (SSL_get_error(ssl_, r)) {

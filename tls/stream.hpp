@@ -70,9 +70,12 @@ public:
     stream& operator=(const stream&) = delete;
     ~stream();
 
-    /// Starts a server handshake on `fd` with `ctx`'s certificates (kept for its callbacks
-    /// until the handshake is over); false when OpenSSL is out of memory.
+    /// Prepares a server handshake on `fd` with `ctx`'s certificates (kept for its callbacks
+    /// until the handshake is over); false when out of memory. OpenSSL's object is made by the
+    /// first handshake() that finds the ClientHello's first byte.
     bool start(std::shared_ptr<const context> ctx, int fd) noexcept;
+    /// Whether start() was called.
+    [[nodiscard]] bool prepared() const noexcept { return fd_ >= 0; }
     /// Skips the handshake: records protected with these traffic secrets from the start, as
     /// after a TLS 1.3 handshake (`client` protects what is read). For tests and fuzzing.
     bool start_with_secrets(aead a, std::span<const std::uint8_t> client,
@@ -114,6 +117,9 @@ public:
     void release() noexcept;
     /// Frees the buffers this thread keeps for reuse.
     static void release_kept() noexcept;
+    /// True once after a burst of concurrent handshakes on this thread is over (none in
+    /// progress now, at least 64 at the peak): the time to give the heap they used back.
+    static bool burst_over() noexcept;
 
     /// KeyUpdates received and sent over this thread's life (metrics).
     static std::uint64_t key_updates() noexcept;
@@ -135,6 +141,10 @@ public:
 
 private:
     struct capture;
+    /// OpenSSL's server object on fd_, reading and writing through our BIO.
+    bool make_ssl() noexcept;
+    /// OpenSSL's handshake state is gone (done, failed or cut short): counted for burst_over().
+    void handshake_ended() noexcept;
     bool adopt_records() noexcept;
     ssize_t ssl_recv(char* buf, std::size_t n) noexcept;
     ssize_t ssl_send(const char* buf, std::size_t n) noexcept;
@@ -181,6 +191,7 @@ private:
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
     bool ssl_ended_ = false;   ///< OpenSSL's read ended behind bytes returned (ssl_recv)
     bool h2_ = false;          ///< ALPN chose h2
+    bool counted_ = false;     ///< a handshake in progress, counted for burst_over()
     /// Records without application data since the last that carried some (the limits above),
     /// and the bytes of a KeyUpdate split over records seen so far.
     struct quiet_run {

@@ -105,12 +105,15 @@ wait_port() { # PORT
 }
 
 # tarry, --workers 1, pinned to CPU 0: TLS on PORT, /metrics on PORT+1, plain HTTP on PORT+2.
+# Idle connections are kept 300 s in every phase: after a request, after a handshake with no
+# request (header timeout), and connected with nothing sent (handshake timeout).
 start_tarry() { # PORT [EXTRA FLAGS...]
     local port=$1; shift
     taskset -c 0 "$TARRY" --workers 1 --tls-listen "127.0.0.1:$port" \
         --tls-certificate "$CERT" --tls-certificate-key "$KEY" \
         --listen "127.0.0.1:$((port + 2))" --admin-listen "127.0.0.1:$((port + 1))" \
-        --keep-alive-timeout 300s --max-requests 0 --log-level warn "$@" \
+        --keep-alive-timeout 300s --header-timeout 300s --handshake-timeout 300s \
+        --max-requests 0 --log-level warn "$@" \
         >> "$WORK/tarry.log" 2>&1 &
     SERVER_PID=$! SERVER_KIND=tarry
     wait_port "$port" || die "tarry did not listen on $port (see $WORK/tarry.log)"

@@ -3,7 +3,8 @@
 // thread, non-blocking sockets on one epoll set (edge-triggered), OpenSSL's client.
 //
 //   tls_clients --mode idle --target 127.0.0.1:PORT --connections 10000 --checkpoints 2000
-//       --pid SERVER_PID [--tls 1.3|1.2|plain] [--settle 2s] [--hold 0]
+//       --pid SERVER_PID [--tls 1.3|1.2|plain] [--state request|handshake|connected]
+//       [--settle 2s] [--hold 0]
 //   tls_clients --mode handshakes --target 127.0.0.1:PORT --connections 32 [--resume single|reuse]
 //       --pid SERVER_PID [--tls 1.3|1.2] [--warmup 2s] [--duration 10s]
 //
@@ -11,7 +12,9 @@
 // Private_Dirty; and VmRSS from /proc/PID/status), then opens N connections, at most
 // --in-flight at a time: each connects, does a full handshake, sends one keep-alive GET, reads
 // the whole response (Content-Length), and stays idle with nothing pending (a read armed: a byte
-// or a close from the server is counted as closed_while_idle). At each checkpoint (and at N) it
+// or a close from the server is counted as closed_while_idle). --state stops earlier: at the
+// end of the handshake, no request sent (a browser's preconnected socket), or once connected,
+// nothing sent at all. At each checkpoint (and at N) it
 // stops opening, lets the server settle for --settle while it keeps watching the sockets, reads
 // the server's memory again, and prints one line:
 //   idle n=N failed=F closed_while_idle=C open_ms=T version=V cipher=S rss_kb=... pss_kb=...
@@ -80,12 +83,16 @@ enum class mode_kind { idle, handshakes };
 // reuse: the slot's first ticket on every connection (a fresh copy each time).
 enum class resume_kind { none, single, reuse };
 enum class proto { tls13, tls12, plain };
+// idle: where a connection stops and stays: after one request, after the handshake, or once the
+// TCP connection is up.
+enum class idle_state { request, handshake, connected };
 
 struct options {
     tool::target target;
     std::size_t connections = 1000;
     mode_kind mode = mode_kind::idle;
     proto version = proto::tls13;
+    idle_state stop = idle_state::request;
     std::vector<std::size_t> checkpoints;
     std::size_t in_flight = 32;
     unsigned sources = 8;
@@ -106,6 +113,8 @@ constexpr const char* usage =
     "  --pid PID            the server, for its memory (idle) or CPU time (handshakes)\n"
     "idle:\n"
     "  --checkpoints N,M    also measure after N, M connections (below --connections)\n"
+    "  --state S            where each stays idle: request (after one; default), handshake\n"
+    "                       (done, no request sent) or connected (nothing sent)\n"
     "  --in-flight K        connections being opened at once (default 32)\n"
     "  --settle DUR         wait before each memory reading (default 2s)\n"
     "  --hold DUR           keep the idle connections this long; 0: until SIGUSR1/SIGTERM\n"
@@ -151,6 +160,15 @@ void read_flag(options& opt, tool::arg_walker& args) {
             opt.version = proto::plain;
         else
             args.bad("expected 1.3, 1.2 or plain");
+    } else if (f == "--state") {
+        if (v == "request")
+            opt.stop = idle_state::request;
+        else if (v == "handshake")
+            opt.stop = idle_state::handshake;
+        else if (v == "connected")
+            opt.stop = idle_state::connected;
+        else
+            args.bad("expected request, handshake or connected");
     } else if (f == "--checkpoints") {
         std::string_view rest = v;
         while (!rest.empty()) {
@@ -198,6 +216,10 @@ const char* check(const options& opt) {
         return "--target must be an IPv4 loopback address";
     if (opt.mode == mode_kind::handshakes && opt.version == proto::plain)
         return "--tls plain is for --mode idle";
+    if (opt.mode == mode_kind::handshakes && opt.stop != idle_state::request)
+        return "--state is for --mode idle";
+    if (opt.version == proto::plain && opt.stop == idle_state::handshake)
+        return "--state handshake needs TLS";
     for (auto c : opt.checkpoints)
         if (c >= opt.connections) return "--checkpoints must be below --connections";
     if (opt.mode == mode_kind::handshakes && opt.length.count() == 0)
@@ -431,6 +453,10 @@ struct client {
                 sockaddr_in peer{};
                 socklen_t plen = sizeof peer;
                 if (getpeername(c.fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) return;
+                if (opt.stop == idle_state::connected) {
+                    c.st = state::idle; // nothing sent: a read armed, as for the others
+                    return;
+                }
                 if (opt.version == proto::plain) {
                     c.st = state::writing;
                     break;
@@ -463,6 +489,12 @@ struct client {
                     if (version_seen == "-") {
                         version_seen = SSL_get_version(c.ssl);
                         cipher_seen = SSL_CIPHER_get_name(SSL_get_current_cipher(c.ssl));
+                    }
+                    if (opt.stop == idle_state::handshake) {
+                        // A preconnected socket: reading (TLS 1.3's tickets come after the
+                        // handshake), never writing.
+                        c.st = state::idle;
+                        break;
                     }
                     c.st = state::writing;
                     break;

@@ -141,6 +141,7 @@ public:
 
     [[nodiscard]] std::uint16_t port() const { return tls_port_; }
     [[nodiscard]] std::string port_text() const { return std::to_string(tls_port_); }
+    [[nodiscard]] std::uint16_t admin_port() const { return admin_port_; }
     [[nodiscard]] pid_t pid() const { return process_.pid(); }
     /// Running (not exited, nor a zombie waiting to be reaped).
     [[nodiscard]] bool alive() const {
@@ -901,6 +902,79 @@ TEST(TlsHandshakeTimeoutTest, SilentAndTrickledHandshakesAreClosedAtTheTimeout) 
     EXPECT_EQ(t.await(closes("handshake"), 2), 2);
     EXPECT_EQ(t.await_equal(handshaking, 0), 0);
     EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+}
+
+TEST(TlsHandshakeTimeoutTest, OneByteOfAClientHelloThenAStallIsClosedAtTheHandshakeTimeout) {
+    // The first byte makes the handshake's state (OpenSSL's object): a stall after it is still
+    // a handshake, closed silently at its timeout, not at the longer header timeout.
+    tls_server t({"--handshake-timeout", "1s", "--header-timeout", "30s", "--workers", "1"});
+    const auto start = steady::now();
+    test_client c(t.port());
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.send(client_hello().substr(0, 1)));
+    const auto closed = c.wait_closed(8s);
+    ASSERT_TRUE(closed.has_value()) << "never closed";
+    EXPECT_GE(*closed - start, 950ms) << "not before the handshake timeout";
+    EXPECT_EQ(c.pending(), "") << "closed silently";
+    EXPECT_EQ(t.await(failures("timeout"), 1), 1) << t.metrics();
+    EXPECT_EQ(t.await(closes("handshake"), 1), 1);
+    EXPECT_EQ(t.await_equal(handshaking, 0), 0);
+    EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+}
+
+// --- 7b. Connections that wait before they speak -------------------------------------------------
+// A bare connection costs the connection alone until its first byte, and a connection whose
+// handshake is done holds no buffer until its request: each must still be answered as soon as
+// it speaks.
+
+TEST(TlsPreconnectTest, APreconnectedSocketAndABareConnectionAreAnsweredWhenTheySpeak) {
+    tls_server t({"--workers", "1"});
+    int n = 0;
+    for (const std::string version : {"1.3", "1.2"}) {
+        SCOPED_TRACE("TLS " + version);
+        const std::string out = python("preconnect " + t.port_text() + " " + q(cert("ca.pem")) +
+                                       " " + version + " " + std::to_string(t.admin_port()));
+        EXPECT_EQ(json_bool(out, "waiting"), 1)
+            << "the server counted one silent and one handshaking connection\n"
+            << out;
+        EXPECT_EQ(json_number(out, "preconnected_status"), 200) << out;
+        EXPECT_EQ(json_number(out, "bare_status"), 200) << out;
+        EXPECT_TRUE(has(out, "\"bare_version\": \"TLSv" + version + "\"")) << out;
+        n += 2;
+        EXPECT_EQ(t.await(full, n), n) << t.metrics();
+    }
+    const std::string m = t.metrics();
+    EXPECT_EQ(sample(m, closes("handshake")), 0) << m;
+    EXPECT_EQ(sample(m, closes("tls")), 0) << m;
+}
+
+TEST(TlsPreconnectTest, OpensslSClientSendsItsRequestLongAfterItsHandshake) {
+    tls_server t({"--workers", "1"});
+    const fs::path dir =
+        fs::temp_directory_path() / ("tarry_preconnect_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string fifo = q(dir / "in");
+    const std::string metrics = "http://127.0.0.1:" + std::to_string(t.admin_port()) + "/metrics";
+    // s_client shakes hands and waits on its input (a fifo held open); once the server counts the
+    // connection silent (handshake done, nothing received), the request goes in.
+    const command_result r = run(
+        "mkfifo " + fifo + " && (timeout 30 openssl s_client -connect 127.0.0.1:" + t.port_text() +
+        " -servername localhost -CAfile " + q(cert("ca.pem")) + " -tls1_3 -quiet -ign_eof < " +
+        fifo + " > " + q(dir / "out") + " 2>&1 &) && exec 3> " + fifo +
+        " && for i in $(seq 200); do curl -s " + metrics +
+        " | grep -q '^tarry_connections_by_phase{phase=\"silent\"} 1$' && break; sleep 0.05; done"
+        " && curl -s " +
+        metrics +
+        " | grep '^tarry_connections_by_phase{phase=\"silent\"}'"
+        " && printf 'GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3"
+        " && exec 3>&- && for i in $(seq 200); do grep -q 'Hello, World!' " +
+        q(dir / "out") + " && break; sleep 0.05; done; cat " + q(dir / "out"));
+    EXPECT_TRUE(has(r.output, "tarry_connections_by_phase{phase=\"silent\"} 1")) << r.output;
+    EXPECT_TRUE(has(r.output, "HTTP/1.1 200 OK")) << r.output;
+    EXPECT_TRUE(has(r.output, "Hello, World!")) << r.output;
+    EXPECT_EQ(t.await(full, 1), 1);
+    fs::remove_all(dir);
 }
 
 // --- 8. Plain HTTP on the TLS port ---------------------------------------------------------------

@@ -6,6 +6,10 @@
                                              next; CMD (a shell command) runs between them
   py_client.py fresh PORT CA N VERSION       N connections one after the other, one request
                                              each, right behind the handshake
+  py_client.py preconnect PORT CA VERSION ADMIN
+                                             a connection that shakes hands and sends nothing,
+                                             and one that sends no byte at all; once /metrics
+                                             on ADMIN counts both waiting, each sends a request
 VERSION is 1.2 or 1.3. The server is 127.0.0.1:PORT, verified as "localhost" against CA.
 """
 import json
@@ -13,6 +17,8 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
+import urllib.request
 
 
 def context(ca, version):
@@ -128,6 +134,42 @@ def fresh(port, ca, n, version):
     return out
 
 
+def phases(admin):
+    """The connections by phase, from the server's /metrics."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % admin, timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith('tarry_connections_by_phase{phase="'):
+            name = line.split('"')[1]
+            out[name] = int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def preconnect(port, ca, version, admin):
+    """A browser's preconnected socket (the handshake done, no request yet) and a bare TCP
+    connection (nothing sent): both wait until the server counts them (the first as silent, the
+    second as handshaking), then each sends a request, the bare one its ClientHello first."""
+    ctx = context(ca, version)
+    bare = socket.create_connection(("127.0.0.1", port), timeout=10)
+    tls = connect(port, ctx)
+    out = {"version": tls.version(), "waiting": False}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        seen = phases(admin)
+        if seen.get("silent", 0) >= 1 and seen.get("handshake", 0) >= 1:
+            out["waiting"] = True
+            break
+        time.sleep(0.05)
+    out["preconnected_status"] = one_exchange(tls)
+    late = ctx.wrap_socket(bare, server_hostname="localhost")
+    out["bare_version"] = late.version()
+    out["bare_status"] = one_exchange(late)
+    tls.close()
+    late.close()
+    return out
+
+
 def main():
     mode = sys.argv[1]
     if mode == "keepalive":
@@ -137,6 +179,8 @@ def main():
         out = resume(int(sys.argv[2]), sys.argv[3], sys.argv[4], between)
     elif mode == "fresh":
         out = fresh(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    elif mode == "preconnect":
+        out = preconnect(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]))
     else:
         raise SystemExit("unknown mode " + mode)
     print(json.dumps(out, sort_keys=True))
