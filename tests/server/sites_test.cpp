@@ -1,7 +1,8 @@
 // Sites, redirects, headers and nginx's routing idioms on the binary, behind curl on real
 // sockets: sites chosen by Host (and by HTTP/2's :authority), two sites with their own
 // certificates over TLS (curl --resolve), a redirect chain followed by curl -L, fields on
-// answers and errors, an upstream route stripping its prefix, the single-page fallback, a
+// answers and errors, the redirect chain and Strict-Transport-Security in headless Chromium, an
+// upstream route stripping its prefix, the single-page fallback, a
 // reload that changes a site's names while requests run, and --check-config's one-line errors.
 // Certificates are made at test time by tls/make_certs.sh (no private key is committed).
 #include "tarry_process.hpp"
@@ -229,6 +230,53 @@ TEST_F(TlsSitesTest, RedirectChainFollowedByCurl) {
         curl("-i " + resolve() + " http://a.test:" + port_text(plain) + "/x.txt");
     EXPECT_TRUE(has(first, "HTTP/1.1 301 Moved Permanently")) << first;
     EXPECT_TRUE(has(first, "Location: https://a.test:" + port_text(tls) + "/x.txt\r\n")) << first;
+}
+
+/// Headless Chromium trusting the test certificates of a.test and b.test by their keys (it has
+/// no CA file option), every *.test name on 127.0.0.1, a fresh profile each run: the page it
+/// ends on after redirects and scripts, as its DOM.
+std::string chromium_dom(const fs::path& profile, const std::string& url) {
+    std::string spki;
+    for (const char* leaf : {"a.pem", "b.pem"}) {
+        const run_result r = run_shell("openssl x509 -in " + (certs() / leaf).string() +
+                                       " -pubkey -noout | openssl pkey -pubin -outform der | "
+                                       "openssl dgst -sha256 -binary | base64");
+        spki += (spki.empty() ? "" : ",") + r.output.substr(0, 44);
+    }
+    return run_shell("timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic "
+                     "--no-first-run --disable-background-networking --disable-component-update "
+                     "--disable-sync --disable-dev-shm-usage --ignore-certificate-errors-spki-list=" +
+                     spki + " --host-resolver-rules='MAP *.test 127.0.0.1' --user-data-dir=" +
+                     profile.string() + " --virtual-time-budget=5000 --dump-dom '" + url +
+                     "' 2>/dev/null")
+        .output;
+}
+
+TEST_F(TlsSitesTest, RedirectChainFollowedByChromium) {
+    server s(cfg, plain);
+    ASSERT_TRUE(s.ready());
+    // http://old.b.test (plain) -> 301 https://old.b.test -> 308 https://a.test/x.txt
+    const std::string dom =
+        chromium_dom(dir / "profile", "http://old.b.test:" + port_text(plain) + "/x.txt?q=1");
+    EXPECT_TRUE(has(dom, "x of a")) << dom;
+}
+
+TEST_F(TlsSitesTest, StrictTransportSecurityIsHonouredByChromium) {
+    // A page of each site sends the browser to http:// at the TLS port. a.test's answers carry
+    // Strict-Transport-Security, so Chromium asks https:// itself and gets the file; b.test's
+    // do not, so Chromium speaks plain HTTP to the TLS port and gets the 400 that says so.
+    for (const char* site : {"a", "b"})
+        spit(dir / site / "go.html", std::string("<html><body><script>location.href = \"http://") +
+                                         site + ".test:" + port_text(tls) +
+                                         "/x.txt\"</script></body></html>\n");
+    server s(cfg, plain);
+    ASSERT_TRUE(s.ready());
+    const std::string a =
+        chromium_dom(dir / "profile_a", "https://a.test:" + port_text(tls) + "/go.html");
+    EXPECT_TRUE(has(a, "x of a")) << a;
+    const std::string b =
+        chromium_dom(dir / "profile_b", "https://b.test:" + port_text(tls) + "/go.html");
+    EXPECT_TRUE(has(b, "The plain HTTP request was sent to HTTPS port")) << b;
 }
 
 TEST_F(SitesTest, FieldsErrorPagesAndStripPrefixAroundAnUpstream) {
