@@ -256,6 +256,11 @@ void poller::remove(int fd) noexcept {
     ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
 }
 
+void poller::close(int fd) noexcept {
+    remove(fd);
+    ::close(fd);
+}
+
 void poller::forget(const pollable& owner) noexcept {
     poller* const p = dispatching;
     if (p == nullptr) return;

@@ -152,6 +152,12 @@ public:
     /// Unregisters `fd` (needed before closing a descriptor whose open file other descriptors
     /// share, which closing alone would leave registered).
     void remove(int fd) noexcept;
+    /// Unregisters `fd`, then closes it: for a descriptor whose owner is freed after. Closing
+    /// alone leaves the registration while any other descriptor shares the open file, and a
+    /// process forked by another thread holds a copy of every descriptor until its exec (a
+    /// test that starts a client beside an in-process server): an event in that window would
+    /// name the freed owner.
+    void close(int fd) noexcept;
     /// Drops the events for `owner` still waiting in the batch this thread's poller is
     /// dispatching, if any: called by an owner that may be freed before the batch ends.
     static void forget(const pollable& owner) noexcept;

@@ -347,7 +347,7 @@ void client_io::close_socket(bool orderly) noexcept {
             ctx_.tls.erase(fd_);
         }
     }
-    ::close(fd_); // also leaves the poller's set
+    ctx_.poll.close(fd_); // leaves the poller's set first (see poller::close)
 }
 
 } // namespace tarry::server

@@ -326,7 +326,7 @@ void upstream_connection::close() noexcept {
     if (ahead.owner == this) ahead.owner = nullptr;
     if (fd_ < 0) return;
     net::poller::forget(*this); // it may be freed before the batch that holds its events ends
-    ::close(fd_);               // also leaves the poller's set
+    poll_.close(fd_);           // leaves the poller's set first (see poller::close)
     fd_ = -1;
     readable_ = writable_ = hung_up_ = false;
 }
