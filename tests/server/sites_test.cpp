@@ -243,12 +243,13 @@ std::string chromium_dom(const fs::path& profile, const std::string& url) {
                                        "openssl dgst -sha256 -binary | base64");
         spki += (spki.empty() ? "" : ",") + r.output.substr(0, 44);
     }
-    return run_shell("timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic "
-                     "--no-first-run --disable-background-networking --disable-component-update "
-                     "--disable-sync --disable-dev-shm-usage --ignore-certificate-errors-spki-list=" +
-                     spki + " --host-resolver-rules='MAP *.test 127.0.0.1' --user-data-dir=" +
-                     profile.string() + " --virtual-time-budget=5000 --dump-dom '" + url +
-                     "' 2>/dev/null")
+    return run_shell(
+               "timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic "
+               "--no-first-run --disable-background-networking --disable-component-update "
+               "--disable-sync --disable-dev-shm-usage --ignore-certificate-errors-spki-list=" +
+               spki +
+               " --host-resolver-rules='MAP *.test 127.0.0.1' --user-data-dir=" + profile.string() +
+               " --virtual-time-budget=5000 --dump-dom '" + url + "' 2>/dev/null")
         .output;
 }
 
