@@ -59,8 +59,10 @@ public:
 
     void respond(response_head head) override {
         if (swallow_) return;
-        // head.server_date: the server's own answer, not an upstream's (which keeps its own).
-        if (!intercepted_ && head.server_date && replace(head.status)) {
+        // head.server_date: the server's own answer; an upstream's keeps its own unless the
+        // route intercepts them (its body then goes nowhere: write() and finish() swallow it).
+        if (!intercepted_ && (head.server_date || options_.intercept_upstream) &&
+            replace(head.status)) {
             swallow_ = true;
             return;
         }

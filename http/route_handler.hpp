@@ -33,8 +33,10 @@ struct route_options {
     /// A GET or HEAD the handler answers 404 is answered for this target instead (a single-page
     /// application's "/index.html": nginx's `try_files $uri /index.html`).
     std::string fallback;
-    /// The server's own answers (not a proxied response) of these statuses replaced.
+    /// The server's own answers of these statuses replaced (and a proxied response's too with
+    /// intercept_upstream: its body is then read and dropped).
     std::vector<error_page> error_pages;
+    bool intercept_upstream = false; ///< nginx's proxy_intercept_errors
     /// Every request that did not come over TLS is redirected to this https:// Location
     /// template (see redirect_handler) with 301; empty: none.
     std::string plain_redirect;

@@ -109,6 +109,7 @@ struct route_config {
     std::vector<header_config> headers{}; ///< set on every answer
     std::vector<std::string> hide_headers{};      ///< taken out of every answer
     std::vector<error_page_config> error_pages{}; ///< the server's own answers replaced
+    bool intercept_errors = false; ///< kind::proxy: error_pages replace the upstream's answers too
     friend bool operator==(const route_config&, const route_config&) = default;
 };
 

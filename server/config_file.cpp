@@ -337,6 +337,8 @@ std::vector<route_config> read_routes(const setting_value& v) {
              {std::tuple{"cache_control"sv, k::files, "only a docroot route sends Cache-Control"sv},
               std::tuple{"upgrade"sv, k::proxy, "only an upstream route passes upgrades on"sv},
               std::tuple{"strip_prefix"sv, k::proxy, "only an upstream route strips its prefix"sv},
+              std::tuple{"intercept_errors"sv, k::proxy,
+                         "only an upstream route has an upstream's errors to replace"sv},
               std::tuple{"fallback"sv, k::files, "only a docroot route has a fallback file"sv},
               std::tuple{"status"sv, k::redirect, "only a redirect route has a status"sv}}) {
             if (table.contains(key) && route.what != kind) {

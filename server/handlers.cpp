@@ -148,6 +148,7 @@ http::route_options options_of(const route_config& r, const site_config* site, c
             {p.status, std::string(http::mime_type(p.file.filename().string())), p.body});
     if (r.strip_prefix && r.prefix != "/") o.strip_prefix = r.prefix;
     o.fallback = r.fallback;
+    o.intercept_upstream = r.intercept_errors;
     if (cfg.https_redirect) o.plain_redirect = https_location(cfg);
     return o;
 }

@@ -627,6 +627,14 @@ constexpr std::array route_rows{
                   .default_text = "false",
                   .apply = [](route_config& r,
                               const setting_value& v) { r.strip_prefix = read_bool(v, true); }},
+    route_setting{.key = "intercept_errors",
+                  .type = "BOOL",
+                  .help = "Only with upstream: error_pages replace the upstream's answers of "
+                          "their statuses too, its body read and dropped (nginx's "
+                          "proxy_intercept_errors on).",
+                  .default_text = "false",
+                  .apply = [](route_config& r,
+                              const setting_value& v) { r.intercept_errors = read_bool(v, true); }},
     route_setting{.key = "fallback",
                   .type = "PATH",
                   .help = "Only with docroot: a GET or HEAD for a file that does not exist is "

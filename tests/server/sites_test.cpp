@@ -301,7 +301,12 @@ TEST_F(SitesTest, FieldsErrorPagesAndStripPrefixAroundAnUpstream) {
                   "headers = { \"Cache-Control\" = \"no-store\" }\n"
                   "[[route]]\nprefix = \"/down/\"\nupstream = \"gone\"\n"
                   "error_pages = { 502 = \"" +
-                  (dir / "502.html").string() + "\" }\n");
+                  (dir / "502.html").string() + "\" }\n" +
+                  // The upstream's own 404 is kept on /api/, replaced on /caught/.
+                  "[[route]]\nprefix = \"/caught/\"\nupstream = \"app\"\nstrip_prefix = true\n"
+                  "intercept_errors = true\nerror_pages = { 404 = \"" +
+                  (dir / "404.html").string() + "\" }\n");
+    spit(dir / "404.html", "<p>no such page here</p>\n");
     server s(cfg, plain);
     ASSERT_TRUE(s.ready());
     const std::string api = curl("-i " + url("x", "/api/x.txt"));
@@ -314,6 +319,17 @@ TEST_F(SitesTest, FieldsErrorPagesAndStripPrefixAroundAnUpstream) {
     EXPECT_TRUE(has(down, "HTTP/1.1 502 Bad Gateway")) << down;
     EXPECT_TRUE(has(down, "Content-Type: text/html")) << down;
     EXPECT_TRUE(has(down, "<p>the application is down</p>")) << down;
+    const std::string kept = curl("-i " + url("x", "/api/none.txt"));
+    EXPECT_TRUE(has(kept, "HTTP/1.1 404 Not Found")) << kept;
+    EXPECT_FALSE(has(kept, "no such page here")) << kept;
+    // Intercepted: the page in place of the upstream's body, twice on one connection (the
+    // upstream's body was read and dropped, the connections on both sides stay usable).
+    const std::string caught =
+        curl("-i " + url("x", "/caught/none.txt") + " " + url("x", "/caught/x.txt"));
+    EXPECT_TRUE(has(caught, "HTTP/1.1 404 Not Found")) << caught;
+    EXPECT_TRUE(has(caught, "Content-Type: text/html")) << caught;
+    EXPECT_TRUE(has(caught, "<p>no such page here</p>")) << caught;
+    EXPECT_TRUE(has(caught, "x of b")) << caught;
     // The single-page application: a path that is no file gets the index, with the fields.
     const std::string spa = curl("-i " + url("x", "/app/settings/profile"));
     EXPECT_TRUE(has(spa, "HTTP/1.1 200 OK")) << spa;
@@ -405,6 +421,8 @@ TEST_F(SitesTest, CheckConfigNamesTheKeyInOneLine) {
          "route[1].status: only a redirect route has a status"},
         {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nstrip_prefix = true\n",
          "route[1].strip_prefix: only an upstream route strips its prefix"},
+        {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nintercept_errors = true\n",
+         "route[1].intercept_errors: only an upstream route has an upstream's errors to replace"},
         {"[[route]]\nprefix = \"/\"\nrespond = \"hello\"\nfallback = \"/index.html\"\n",
          "route[1].fallback: only a docroot route has a fallback file"},
         {"[[route]]\nprefix = \"/\"\ndocroot = \"" + root + "\"\nfallback = \"index.html\"\n",
