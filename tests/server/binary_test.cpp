@@ -301,13 +301,18 @@ TEST(BinaryTest, ThePidFileHoldsTheProcessIdWhileItRunsAndGoesAtExit) {
     scratch_dir dir("pid_file");
     const auto pid = dir / "tarry.pid";
     tarry_process t({"--workers", "1", "--pid-file", pid.string()});
-    EXPECT_EQ(slurp(pid), std::to_string(t.pid()) + "\n");
+    // Written once the server is built, just after its sockets listen (a connect can succeed
+    // before): waited for.
+    const std::string own = std::to_string(t.pid()) + "\n";
+    EXPECT_TRUE(eventually([&] { return slurp(pid) == own; })) << slurp(pid);
     EXPECT_FALSE(std::filesystem::exists(dir / "tarry.pid.new"));
     EXPECT_EQ(t.stop(), 0);
     EXPECT_FALSE(std::filesystem::exists(pid)) << "removed at exit";
 
     // Another process's number (a second tarry started on the same file) is left in place.
     tarry_process first({"--workers", "1", "--pid-file", pid.string()});
+    const std::string first_own = std::to_string(first.pid()) + "\n";
+    ASSERT_TRUE(eventually([&] { return slurp(pid) == first_own; })) << slurp(pid);
     std::ofstream(pid) << "1\n";
     EXPECT_EQ(first.stop(), 0);
     EXPECT_EQ(slurp(pid), "1\n");
@@ -333,7 +338,8 @@ TEST(BinaryTest, LogrotateWithTheShippedFileUnderLoadLosesAndRepeatsNoLine) {
     conf = std::regex_replace(conf, std::regex("/var/log/tarry/"), dir.string() + "/");
     conf = std::regex_replace(conf, std::regex("/run/tarry/tarry.pid"), pid.string());
     ASSERT_NE(conf.find(pid.string()), std::string::npos) << conf;
-    ASSERT_EQ(slurp(pid), std::to_string(t.pid()) + "\n");
+    const std::string own = std::to_string(t.pid()) + "\n";
+    ASSERT_TRUE(eventually([&] { return slurp(pid) == own; })) << slurp(pid); // see above
     std::ofstream(dir / "logrotate.conf") << conf;
 
     // Two keep-alive clients, each request with a target of its own, until told to stop.
