@@ -18,8 +18,8 @@ enum class close_reason : std::size_t {
     pressure,           ///< an idle connection reclaimed for a new one (fd limit)
     error,              ///< an I/O error other than a reset
     proxy_header,       ///< a proxy_protocol listener got no valid PROXY header
-    handshake, ///< a TLS handshake failed or timed out (tarry_tls_handshake_failures_total)
-    tls,       ///< a TLS protocol error after the handshake (an alert was sent)
+    handshake,  ///< a TLS handshake failed or timed out (tarry_tls_handshake_failures_total)
+    tls,        ///< a TLS protocol error after the handshake (an alert was sent)
     per_client, ///< refused: its client held max_connections_per_client already
     count_
 };

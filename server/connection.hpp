@@ -201,7 +201,7 @@ public:
 
 private:
     timeouts::idle_entry idle_;
-    http::session session_;        ///< the protocol (client_protocol.hpp)
+    http::session session_; ///< the protocol (client_protocol.hpp)
     /// The client's IPv4 address, once known (peer_v4_known_); else, with client_hash_, the
     /// low 32 bits of an IPv6 client's key (client_table.hpp).
     std::uint32_t peer_v4_ = 0;

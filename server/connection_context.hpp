@@ -38,7 +38,7 @@ struct connection_context {
     /// The IPv6 client addresses PROXY headers gave (an IPv4 one fits in the connection).
     std::unordered_map<const connection*, in6_addr>& proxied_v6;
     tls_streams& tls;
-    h2_sessions& h2s; ///< its HTTP/2 connections' state
+    h2_sessions& h2s;      ///< its HTTP/2 connections' state
     client_table& clients; ///< its connections per client (max_connections_per_client, pressure)
     /// After a connection's descriptor is closed; `freed`: the bytes of buffers it let go.
     void (*on_closed)(void* worker, std::size_t freed) noexcept;

@@ -95,7 +95,8 @@ struct worker_metrics {
     }
     counter saved_at_timeout; ///< keep-alive deadlines that found a request waiting, served it
     counter pressure_retires; ///< at the limit, recently used connections asked to close next
-    counter pressure_by_client; ///< at the limit, taken from a client holding more than the oldest's
+    counter
+        pressure_by_client; ///< at the limit, taken from a client holding more than the oldest's
     std::array<counter, static_cast<std::size_t>(close_reason::count_)> closes;
     route_counters routes;
     std::array<counter, static_cast<std::size_t>(conn_phase::count_)> phases;

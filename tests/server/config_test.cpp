@@ -1221,7 +1221,8 @@ TEST_F(ConfigFileTest, RouteErrorsNameTheRouteAndTheLine) {
         {"workers = 1\n[[route]]\nprefix = \"/a/\"\n", 2,
          "route[1]: needs exactly one of upstream, docroot, respond or redirect"},
         {"[[route]]\nprefix = \"/a/\"\ndocroot = \"/srv\"\nrespond = \"hello\"\n", 1,
-         "route[1]: needs exactly one of upstream, docroot, respond or redirect, got docroot and respond"},
+         "route[1]: needs exactly one of upstream, docroot, respond or redirect, got docroot and "
+         "respond"},
         {"[[route]]\nprefix = \"/a/\"\nupstream = \"a\"\ndocroot = \"/srv\"\nrespond = \"hello\"\n",
          1, "got upstream, docroot and respond"},
         {"[[route]]\nrespond = \"hello\"\n", 1,

@@ -29,15 +29,11 @@ namespace fs = std::filesystem;
 using steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-/// Polls `done` until it holds or `limit` passes.
-template <typename F> bool eventually(F done, steady::duration limit = 30s) {
-    const auto until = steady::now() + limit;
-    while (!done()) {
-        if (steady::now() > until) return false;
-        std::this_thread::sleep_for(20ms);
-    }
-    return true;
+/// test_client.hpp's eventually(), with room for a name's re-resolution by its TTL.
+template <typename F> bool names_eventually(F done, steady::duration limit = 30s) {
+    return eventually(done, limit);
 }
+
 
 /// tests/upstream/dns_server.py on 127.0.0.1, answering from a zone file the test rewrites.
 class dns_server {
@@ -176,11 +172,11 @@ TEST_F(UpstreamNamesTest, AnAnswerThatChangesUnderLoadLosesNoRequestAndDrainsThe
                 }
             }
         });
-    ASSERT_TRUE(eventually([&] { return from_a > 200; }));
+    ASSERT_TRUE(names_eventually([&] { return from_a > 200; }));
     dns.set(zone({"127.0.0.3"}));
-    EXPECT_TRUE(eventually([&] { return from_b > 200; }));
+    EXPECT_TRUE(names_eventually([&] { return from_b > 200; }));
     const int a_after = from_a;
-    EXPECT_TRUE(eventually([&] { return from_b > 400; })); // and nothing goes to A any more
+    EXPECT_TRUE(names_eventually([&] { return from_b > 400; })); // and nothing goes to A any more
     stop = true;
     for (auto& t : load)
         t.join();
@@ -228,7 +224,7 @@ TEST_F(UpstreamNamesTest, ADnsServerThatStopsAnsweringLeavesTheLastAnswerInUse) 
     start_with(config(dns, a.port()));
     dns.set(zone({}, "silent"));
     const std::string stale = R"(tarry_upstream_dns_stale{name="app.test"})";
-    ASSERT_TRUE(eventually([&] { return metric(stale) == "1"; }));
+    ASSERT_TRUE(names_eventually([&] { return metric(stale) == "1"; }));
     for (int i = 0; i < 5; ++i) {
         const auto r = get();
         ASSERT_TRUE(r.has_value());
@@ -238,16 +234,16 @@ TEST_F(UpstreamNamesTest, ADnsServerThatStopsAnsweringLeavesTheLastAnswerInUse) 
     // An answer with no address (SERVFAIL, then NXDOMAIN) is no better than none.
     dns.set(zone({}, "servfail"));
     const int asked = dns.queries();
-    ASSERT_TRUE(eventually([&] { return dns.queries() > asked + 2; }));
+    ASSERT_TRUE(names_eventually([&] { return dns.queries() > asked + 2; }));
     dns.set(zone({}, "answer", "other.test"));
     const int asked_again = dns.queries();
-    ASSERT_TRUE(eventually([&] { return dns.queries() > asked_again + 2; }));
+    ASSERT_TRUE(names_eventually([&] { return dns.queries() > asked_again + 2; }));
     EXPECT_EQ(get()->body, "A");
     EXPECT_EQ(metric(stale), "1");
     // Answering again, with another address: in use at once.
     dns.set(zone({"127.0.0.3"}));
-    ASSERT_TRUE(eventually([&] { return metric(stale) == "0"; }));
-    ASSERT_TRUE(eventually([&] {
+    ASSERT_TRUE(names_eventually([&] { return metric(stale) == "0"; }));
+    ASSERT_TRUE(names_eventually([&] {
         const auto r = get();
         return r && r->body == "B";
     }));
