@@ -165,7 +165,7 @@ struct config {
     std::size_t expire_batch = timeouts::default_expire_batch; ///< expiry callbacks per timer wake
     bool timeouts = true;         ///< false only to measure what enforcing them costs
     bool trust_forwarded = false; ///< keep incoming X-Forwarded-* fields and append to them
-    bool http2 = false;           ///< HTTP/2: h2c by the client preface on plain listeners
+    bool http2 = true;            ///< HTTP/2: h2c by the client preface on plain listeners
     // HTTP/2's limits (nginx's defaults where it has the same).
     std::uint32_t http2_max_concurrent_streams = 128; ///< streams open at once per connection
     std::uint32_t http2_initial_window_size = 65535;  ///< each stream's receive window

@@ -424,13 +424,14 @@ constexpr std::array setting_rows{
             .default_text = "true",
             .apply = [](config& c, const setting_value& v) { c.timeouts = read_bool(v, false); }},
     setting{.key = "http2",
-            .flag = "--http2",
+            .flag = "--no-http2",
             .type = "BOOL",
-            .help = "Speak HTTP/2 as well as HTTP/1.1: on plain listeners a connection that opens "
-                    "with the HTTP/2 client preface (prior knowledge, h2c) speaks HTTP/2 on the "
-                    "same port. nginx's `http2 on;`.",
-            .default_text = "false",
-            .apply = [](config& c, const setting_value& v) { c.http2 = read_bool(v, true); }},
+            .help = "Speak HTTP/2 as well as HTTP/1.1: on TLS listeners ALPN offers h2 first "
+                    "(http/1.1 still served); on plain listeners a connection that opens with "
+                    "the HTTP/2 client preface (prior knowledge, h2c) speaks HTTP/2 on the same "
+                    "port. false (--no-http2): HTTP/1.1 only. nginx's `http2 on;`.",
+            .default_text = "true",
+            .apply = [](config& c, const setting_value& v) { c.http2 = read_bool(v, false); }},
     setting{.key = "http2_max_concurrent_streams",
             .type = "N",
             .help = "HTTP/2 streams a client may have open at once on one connection "

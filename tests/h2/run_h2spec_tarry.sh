@@ -27,7 +27,7 @@ else
     url=http://127.0.0.1:$port/
     tls_flags=""
 fi
-"$tarry" --workers 1 --http2 --log-level warn "$@" >"$dir/log" 2>&1 &
+"$tarry" --workers 1 --log-level warn "$@" >"$dir/log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
 tries=0

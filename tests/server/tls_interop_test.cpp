@@ -467,33 +467,40 @@ std::pair<std::string, bool> read_to_end(int fd, steady::duration timeout = 5s) 
 
 // --- 1. curl: keep-alive, both versions, ALPN ----------------------------------------------------
 
-TEST(TlsCurlTest, TwoUrlsShareOneConnectionOverTls13And12AndAlpnPicksHttp11) {
-    tls_server t;
-    const std::string write_out = "-w 'W %{num_connects} %{http_version} %{response_code}\\n'";
-    int handshakes = 0;
-    for (const std::string version : {"--tlsv1.3", "--tlsv1.2 --tls-max 1.2"}) {
-        SCOPED_TRACE(version);
-        const command_result r =
-            run(t.curl("-v --http2 " + version + " -o /dev/null -o /dev/null " + write_out + " " +
-                       t.url() + " " + t.url() + "again"));
-        EXPECT_EQ(r.status, 0) << r.output;
-        EXPECT_TRUE(has(r.output, "W 1 1.1 200\n")) << r.output;
-        EXPECT_TRUE(has(r.output, "W 0 1.1 200\n")) << "the second URL reuses the connection\n"
-                                                    << r.output;
-        EXPECT_TRUE(has(r.output, "ALPN: offers h2,http/1.1")) << r.output;
-        EXPECT_TRUE(
-            std::regex_search(r.output, std::regex("ALPN[:,] server accepted (to use )?http/1.1")))
-            << r.output;
-        const bool v13 = version == "--tlsv1.3";
-        EXPECT_TRUE(has(r.output, v13 ? "SSL connection using TLSv1.3 / TLS_"
-                                      : "SSL connection using TLSv1.2 / ECDHE-ECDSA-"))
-            << r.output;
-        EXPECT_EQ(t.await(full, ++handshakes), handshakes) << "one handshake for both URLs";
+TEST(TlsCurlTest, TwoUrlsShareOneConnectionOverTls13And12AndAlpnPicksH2OrHttp11) {
+    // ALPN picks h2 (http2 on, the default) or http/1.1 (--no-http2) from curl's "h2,http/1.1".
+    for (const bool http2 : {true, false}) {
+        SCOPED_TRACE(http2 ? "http2 on" : "--no-http2");
+        tls_server t(http2 ? std::vector<std::string>{} : std::vector<std::string>{"--no-http2"});
+        const std::string write_out = "-w 'W %{num_connects} %{http_version} %{response_code}\\n'";
+        const std::string protocol = http2 ? "h2" : "http/1.1";
+        const std::string version_seen = http2 ? "2" : "1.1";
+        int handshakes = 0;
+        for (const std::string version : {"--tlsv1.3", "--tlsv1.2 --tls-max 1.2"}) {
+            SCOPED_TRACE(version);
+            const command_result r =
+                run(t.curl("-v --http2 " + version + " -o /dev/null -o /dev/null " + write_out +
+                           " " + t.url() + " " + t.url() + "again"));
+            EXPECT_EQ(r.status, 0) << r.output;
+            EXPECT_TRUE(has(r.output, "W 1 " + version_seen + " 200\n")) << r.output;
+            EXPECT_TRUE(has(r.output, "W 0 " + version_seen + " 200\n"))
+                << "the second URL reuses the connection\n"
+                << r.output;
+            EXPECT_TRUE(has(r.output, "ALPN: offers h2,http/1.1")) << r.output;
+            EXPECT_TRUE(std::regex_search(
+                r.output, std::regex("ALPN[:,] server accepted (to use )?" + protocol)))
+                << r.output;
+            const bool v13 = version == "--tlsv1.3";
+            EXPECT_TRUE(has(r.output, v13 ? "SSL connection using TLSv1.3 / TLS_"
+                                          : "SSL connection using TLSv1.2 / ECDHE-ECDSA-"))
+                << r.output;
+            EXPECT_EQ(t.await(full, ++handshakes), handshakes) << "one handshake for both URLs";
+        }
+        const std::string m = t.metrics();
+        EXPECT_EQ(sample(m, resumed), 0);
+        EXPECT_EQ(sample(m, "tarry_tls_handshake_duration_seconds_count"), 2) << m;
+        EXPECT_EQ(sample(m, failures("no_alpn")), 0);
     }
-    const std::string m = t.metrics();
-    EXPECT_EQ(sample(m, resumed), 0);
-    EXPECT_EQ(sample(m, "tarry_tls_handshake_duration_seconds_count"), 2) << m;
-    EXPECT_EQ(sample(m, failures("no_alpn")), 0);
 }
 
 TEST(TlsStartupTest, TheLogSaysWhichListenersAreTls) {
@@ -514,18 +521,33 @@ TEST(TlsStartupTest, TheLogSaysWhichListenersAreTls) {
 }
 
 TEST(TlsCurlTest, AnAlpnWithoutHttp11IsRefusedAndCounted) {
-    // A client that offers only h2 is refused (no_application_protocol), as nginx does.
-    tls_server t;
+    // With http2 off, a client that offers only h2 is refused (no_application_protocol), as
+    // nginx does; with it on (the default), it is served.
+    tls_server t({"--no-http2"});
     const command_result r = run("timeout 20 openssl s_client -connect 127.0.0.1:" + t.port_text() +
                                  " -alpn h2 </dev/null");
     EXPECT_TRUE(has(r.output, "no application protocol")) << r.output;
     EXPECT_EQ(t.await(failures("no_alpn"), 1), 1) << t.metrics();
     EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
+
+    tls_server on;
+    const command_result h2 = run("timeout 20 openssl s_client -connect 127.0.0.1:" +
+                                  on.port_text() + " -alpn h2 </dev/null");
+    EXPECT_TRUE(has(h2.output, "ALPN protocol: h2")) << h2.output;
+    EXPECT_EQ(on.metric(failures("no_alpn")), 0) << on.metrics();
 }
 
 TEST(TlsCurlTest, AnAlpnOfOnlyHttp10IsServed) {
-    // HTTP/1.1's older sibling, as nginx serves it; h2 with it still picks http/1.1's place.
-    tls_server t;
+    // HTTP/1.1's older sibling, as nginx serves it, http2 on (the default) or off; with http2
+    // off, h2 offered with it still picks http/1.1's place.
+    tls_server on;
+    tls_server t({"--no-http2"});
+    const command_result alone =
+        run("printf 'GET / HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' | timeout 20 openssl "
+            "s_client -connect 127.0.0.1:" +
+            on.port_text() + " -alpn http/1.0 -ign_eof 2>&1");
+    EXPECT_TRUE(has(alone.output, "ALPN protocol: http/1.0")) << alone.output;
+    EXPECT_TRUE(has(alone.output, " 200 OK")) << alone.output;
     for (const std::string alpn : {"http/1.0", "h2,http/1.0"}) {
         SCOPED_TRACE(alpn);
         const command_result r =
@@ -602,44 +624,51 @@ TEST(TlsStaticFileTest, AFileOfSeveralMegabytesIsByteIdenticalWithHeadAndRanges)
     tls_server t({"--docroot", (dir / "www").string(), "--workers", "2"});
     const std::string url = t.url() + "big.bin";
 
-    for (const std::string version :
-         {"--tlsv1.3", "--tlsv1.2 --tls-max 1.2", "--tlsv1.3 --limit-rate 8M",
-          "--tlsv1.2 --tls-max 1.2 --limit-rate 8M"}) {
-        SCOPED_TRACE(version); // the slow reader makes the server's sends come back short
-        const fs::path out = dir / "download";
-        fs::remove(out);
-        const command_result r =
-            run(t.curl(version + " -o " + q(out) + " -w '%{http_code} %{size_download}' " + url));
-        EXPECT_EQ(r.output, "200 " + std::to_string(data.size()));
-        const std::string got = slurp(out);
-        ASSERT_EQ(got.size(), data.size());
-        EXPECT_TRUE(got == data) << "the download differs from the file";
-    }
+    // HTTP/1.1 and HTTP/2 (ALPN h2, the default): the file through both protocols' sends.
+    for (const std::string protocol : {"--http1.1", "--http2"}) {
+        SCOPED_TRACE(protocol);
+        const std::string status_line = protocol == "--http2" ? "HTTP/2 " : "HTTP/1.1 ";
+        for (const std::string version :
+             {"--tlsv1.3", "--tlsv1.2 --tls-max 1.2", "--tlsv1.3 --limit-rate 8M",
+              "--tlsv1.2 --tls-max 1.2 --limit-rate 8M"}) {
+            SCOPED_TRACE(version); // the slow reader makes the server's sends come back short
+            const fs::path out = dir / "download";
+            fs::remove(out);
+            const command_result r = run(t.curl(protocol + " " + version + " -o " + q(out) +
+                                                " -w '%{http_code} %{size_download}' " + url));
+            EXPECT_EQ(r.output, "200 " + std::to_string(data.size()));
+            const std::string got = slurp(out);
+            ASSERT_EQ(got.size(), data.size());
+            EXPECT_TRUE(got == data) << "the download differs from the file";
+        }
 
-    const command_result head = run(t.curl("-I " + url));
-    EXPECT_TRUE(head.output.starts_with("HTTP/1.1 200")) << head.output;
-    EXPECT_TRUE(std::regex_search(head.output, std::regex("\r\n[Cc]ontent-[Ll]ength: " +
-                                                          std::to_string(data.size()) + "\r\n")))
-        << head.output;
+        const command_result head = run(t.curl(protocol + " -I " + url));
+        EXPECT_TRUE(head.output.starts_with(status_line + "200")) << head.output;
+        EXPECT_TRUE(std::regex_search(head.output,
+                                      std::regex("\r\n[Cc]ontent-[Ll]ength: " +
+                                                 std::to_string(data.size()) + "\r\n")))
+            << head.output;
 
-    struct range {
-        std::string spec;
-        std::size_t from, to; // inclusive
-    };
-    for (const range& rg : {range{"65530-131080", 65530, 131080}, range{"0-0", 0, 0},
-                            range{"-1000", data.size() - 1000, data.size() - 1}}) {
-        SCOPED_TRACE(rg.spec);
-        const fs::path part = dir / "part";
-        const fs::path headers = dir / "headers";
-        const command_result r =
-            run(t.curl("-r " + rg.spec + " -D " + q(headers) + " -o " + q(part) + " " + url));
-        EXPECT_EQ(r.status, 0) << r.output;
-        const std::string h = slurp(headers);
-        EXPECT_TRUE(h.starts_with("HTTP/1.1 206")) << h;
-        EXPECT_TRUE(has(h, "ontent-Range: bytes " + std::to_string(rg.from) + "-" +
-                               std::to_string(rg.to) + "/" + std::to_string(data.size())))
-            << h;
-        EXPECT_TRUE(slurp(part) == data.substr(rg.from, rg.to - rg.from + 1));
+        struct range {
+            std::string spec;
+            std::size_t from, to; // inclusive
+        };
+        for (const range& rg : {range{"65530-131080", 65530, 131080}, range{"0-0", 0, 0},
+                                range{"-1000", data.size() - 1000, data.size() - 1}}) {
+            SCOPED_TRACE(rg.spec);
+            const fs::path part = dir / "part";
+            const fs::path headers = dir / "headers";
+            const command_result r = run(t.curl(protocol + " -r " + rg.spec + " -D " +
+                                                q(headers) + " -o " + q(part) + " " + url));
+            EXPECT_EQ(r.status, 0) << r.output;
+            const std::string h = slurp(headers);
+            EXPECT_TRUE(h.starts_with(status_line + "206")) << h;
+            EXPECT_TRUE(std::regex_search(
+                h, std::regex("[Cc]ontent-[Rr]ange: bytes " + std::to_string(rg.from) + "-" +
+                              std::to_string(rg.to) + "/" + std::to_string(data.size()))))
+                << h;
+            EXPECT_TRUE(slurp(part) == data.substr(rg.from, rg.to - rg.from + 1));
+        }
     }
 }
 
@@ -850,7 +879,8 @@ TEST(TlsChromiumTest, APageWithItsAssetsLoadsOverHttpsAndIsScreenshotted) {
 
     for (const std::string asset :
          {"/", "/style.css", "/app.js", "/photo.png", "/logo.svg", "/pattern.png", "/data.json"}) {
-        const std::string line = "\"GET " + asset + " HTTP/1.1\" 200 ";
+        // Over HTTP/2: Chromium offers h2 first, and http2 is on by default.
+        const std::string line = "\"GET " + asset + " HTTP/2.0\" 200 ";
         // The access log is flushed within a second.
         EXPECT_TRUE(eventually([&] { return has(slurp(log), line); }))
             << asset << " not answered 200:\n"
@@ -1031,8 +1061,8 @@ TEST(TlsAccessLogTest, LinesSayHttpsThePortAndTheTlsVersionAndAPlainRequestItsLi
     ASSERT_TRUE(read_to_end(plain.fd()).first.starts_with("HTTP/1.1 400 "));
     const std::string port = " port=" + t.port_text() + " ";
     for (const auto& [request, end] :
-         {std::pair{"\"GET /v13 HTTP/1.1\" 200 ", "scheme=https" + port + "tls=TLSv1.3\n"},
-          std::pair{"\"GET /v12 HTTP/1.1\" 200 ", "scheme=https" + port + "tls=TLSv1.2\n"},
+         {std::pair{"\"GET /v13 HTTP/2.0\" 200 ", "scheme=https" + port + "tls=TLSv1.3\n"},
+          std::pair{"\"GET /v12 HTTP/2.0\" 200 ", "scheme=https" + port + "tls=TLSv1.2\n"},
           std::pair{"\"GET /plain HTTP/1.1\" 400 ", "scheme=http" + port + "tls=-\n"}}) {
         std::string text;
         EXPECT_TRUE(eventually([&] {
