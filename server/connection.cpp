@@ -3,12 +3,12 @@
 #include "access_log.hpp"
 #include "client_kinds.hpp"
 #include "client_protocol.hpp"
+#include "heap_trimmer.hpp"
 
 #include <tarry/timeouts/timeout_registry.hpp>
 
 #include <boost/asio/post.hpp>
 
-#include <malloc.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -434,14 +434,8 @@ bool connection::shake() {
     switch (s.handshake(fd_)) {
     case tls::step::done: {
         handshaking_ = false;
-        if (tls::stream::burst_over()) [[unlikely]] {
-            // OpenSSL's objects of a burst of handshakes are freed, but glibc keeps their heap
-            // resident under connections that may now idle for minutes (the worker's trimmer
-            // acts on closes, which do not come): the free lists and the free pages go back,
-            // as it would do.
-            release_kept();
-            ::malloc_trim(0);
-        }
+        if (tls::stream::burst_over()) [[unlikely]]
+            heap_trimmer::after_handshakes(); // the burst's heap back, as a trim gives it
         m.handshakes[s.resumed() ? 1 : 0].add();
         const auto now = timeouts::clock::now();
         m.took(static_cast<std::int64_t>(clock_ms(now) - born_ms_) * 1000);
