@@ -1,12 +1,14 @@
 #include "client_io.hpp"
 
 #include "connection.hpp"
+#include "proxy_protocol.hpp"
 
 #include <netinet/tcp.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 
 namespace tarry::server {
@@ -142,6 +144,42 @@ read_status client_io::took_read(long result, std::size_t room) noexcept {
     if (result == -EINTR) return read_status::none; // still readable: the next drive reads
     failed(static_cast<int>(-result));
     return read_status::failed;
+}
+
+ssize_t client_io::peek_some(char* p, std::size_t n) noexcept {
+    for (;;) {
+        const ssize_t got = ::recv(fd_, p, n, MSG_PEEK);
+        if (got >= 0) return got;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            readable_ = false;
+        else
+            failed(errno);
+        return -1;
+    }
+}
+
+bool client_io::take_peeked(char* p, std::size_t n) noexcept {
+    ssize_t got = 0;
+    do
+        got = ::recv(fd_, p, n, 0);
+    while (got < 0 && errno == EINTR);
+    if (got == static_cast<ssize_t>(n)) {
+        ctx_.metrics.received_bytes.add(got);
+        return true;
+    }
+    // (The kernel keeps what a peek saw until it is read: only a reset in between comes here.)
+    owner().close(got < 0 && is_reset(errno) ? close_reason::client_close : close_reason::error);
+    return false;
+}
+
+void client_io::drop_waiting() noexcept {
+    std::array<char, max_proxy_header_bytes> bytes;
+    ssize_t got = 0;
+    do
+        got = ::recv(fd_, bytes.data(), bytes.size(), MSG_DONTWAIT);
+    while (got < 0 && errno == EINTR);
+    if (got > 0) ctx_.metrics.received_bytes.add(got);
 }
 
 const net::poller::tagged_reads client_io::reads{&client_io::read_target, &client_io::read_landed,

@@ -129,6 +129,17 @@ protected:
 
     /// Reads once into the input buffer (growing it for a long header, up to in_buffer_bytes).
     read_status read_some();
+    /// Looks at up to `n` bytes waiting in the socket without taking them, into `p`: how many,
+    /// 0 at the peer's end, -1 when none is there yet (readable() is then false) or the socket
+    /// failed (the connection is then closed). For a PROXY header before a ClientHello: the TLS
+    /// stream reads the socket itself, so the header is taken out alone (take_peeked()).
+    ssize_t peek_some(char* p, std::size_t n) noexcept;
+    /// Takes the first `n` bytes a peek saw out of the socket (into `p`): whether they came
+    /// (if not, the connection is closed).
+    bool take_peeked(char* p, std::size_t n) noexcept;
+    /// Reads and drops what waits in the socket, up to a PROXY header's worth: closed after
+    /// that, the connection ends with a FIN, as after a plain listener's read, not a reset.
+    void drop_waiting() noexcept;
     /// Writes the queued output, or hands it to the worker's batch of sends: then it returns
     /// `queued`, sending() is true, and the batch's answer comes to the connection's sent().
     /// Returns `queued` too while a send is in the batch already. Throws std::bad_alloc.

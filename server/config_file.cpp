@@ -187,8 +187,6 @@ template <bool Tls> void apply_listen_of(config& c, const setting_value& v) {
             if (other.same_socket(a))
                 fail(v.what(), a.name() + " is also a " + (Tls ? "listen" : "tls_listen") +
                                    " address; a socket is plain or TLS, not both");
-        if (Tls && a.proxy_protocol)
-            fail(v.what(), a.name() + ": proxy_protocol is not supported with TLS");
         if (Tls && !a.unix_path.empty()) fail(v.what(), a.name() + ": TLS is for TCP addresses");
     }
     c.listen.insert(c.listen.end(), list.begin(), list.end());

@@ -3,12 +3,12 @@
 #include "access_log.hpp"
 #include "client_kinds.hpp"
 #include "client_protocol.hpp"
+#include "heap_trimmer.hpp"
 
 #include <tarry/timeouts/timeout_registry.hpp>
 
 #include <boost/asio/post.hpp>
 
-#include <malloc.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -42,7 +42,9 @@ connection::connection(const connection_context& ctx, int fd, bool proxy_protoco
     : client_io(ctx, fd, tls),
       idle_(&timeouts::member_callback_t<&connection::on_timeout>::call, this),
       session_(ctx.settings.session, this), proxy_header_(proxy_protocol) {
-    if (tls) phase_ = conn_phase::handshake;
+    // Behind a balancer, its PROXY header comes first, under header_timeout as a silent
+    // client's first bytes; the handshake's phase begins when the header is taken.
+    if (tls && !proxy_protocol) phase_ = conn_phase::handshake;
 }
 
 connection::~connection() {
@@ -287,9 +289,12 @@ void connection::drive(bool fresh) {
         bool& driving;
         ~done() { driving = false; }
     } const guard{driving_};
-    // A TLS handshake first (it leaves handshaking_ only by finishing, or by closing us).
-    if (handshaking_ && !shake()) [[unlikely]]
-        return;
+    // A TLS handshake first (it leaves handshaking_ only by finishing, or by closing us),
+    // behind a PROXY header when the listener is a balancer's.
+    if (handshaking_) [[unlikely]] {
+        if (proxy_header_ && !take_proxy_header_tls()) return;
+        if (!shake()) return;
+    }
     if (h2_) [[unlikely]] {
         drive_h2(fresh);
         return;
@@ -434,14 +439,8 @@ bool connection::shake() {
     switch (s.handshake(fd_)) {
     case tls::step::done: {
         handshaking_ = false;
-        if (tls::stream::burst_over()) [[unlikely]] {
-            // OpenSSL's objects of a burst of handshakes are freed, but glibc keeps their heap
-            // resident under connections that may now idle for minutes (the worker's trimmer
-            // acts on closes, which do not come): the free lists and the free pages go back,
-            // as it would do.
-            release_kept();
-            ::malloc_trim(0);
-        }
+        if (tls::stream::burst_over()) [[unlikely]]
+            heap_trimmer::after_handshakes(); // the burst's heap back, as a trim gives it
         m.handshakes[s.resumed() ? 1 : 0].add();
         const auto now = timeouts::clock::now();
         m.took(static_cast<std::int64_t>(clock_ms(now) - born_ms_) * 1000);
@@ -551,7 +550,9 @@ void connection::wait(bool writable) {
     } else if (in_len() != 0 || (phase_ == conn_phase::header && session_.requests() == 0)) {
         enter(conn_phase::header, answered); // a total from the request's first byte
     } else if (handshaking_) [[unlikely]] {
-        enter(conn_phase::handshake, false); // a total from accept
+        // A total from accept, or from the PROXY header, which comes under header_timeout
+        // (silent: a connection that has sent nothing, as far as requests go, holds nothing).
+        enter(proxy_header_ ? conn_phase::silent : conn_phase::handshake, false);
     } else if (phase_ == conn_phase::silent && session_.requests() == 0) {
         enter(conn_phase::silent, false); // from accept: empty lines do not move it
         // Nothing in flight (a TLS connection after its handshake, a browser's preconnected
@@ -661,7 +662,10 @@ void connection::on_timeout() noexcept {
         close(close_reason::handshake);
         return;
     case conn_phase::silent:
-        close(close_reason::header_timeout); // nothing arrived: nothing to say
+        // Nothing arrived: nothing to say. (A TLS connection may have part of a PROXY header
+        // waiting in its socket, looked at but not read: read, so the close is not a reset.)
+        if (proxy_header_ && tls_) drop_waiting();
+        close(close_reason::header_timeout);
         return;
     case conn_phase::header:
     case conn_phase::body:

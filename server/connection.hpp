@@ -24,6 +24,7 @@
 namespace tarry::server {
 
 class connection;
+struct proxy_header;
 using connection_ptr = boost::intrusive_ptr<connection>;
 
 /// One client connection: the phases, timeouts and close around the protocol it speaks, over
@@ -40,9 +41,11 @@ using connection_ptr = boost::intrusive_ptr<connection>;
 ///
 /// Each phase but one is a kind of timeout (client_kinds): in it, the connection is enrolled
 /// in the list for that kind and its duration.
-///   handshake  - TLS: from accept until the handshake is done; closed silently at
-///                handshake_timeout (then silent, from the end of the handshake)
-///   silent     - from accept until the first byte; closed silently at header_timeout
+///   handshake  - TLS: from accept (behind a balancer: from its PROXY header's end) until the
+///                handshake is done; closed silently at handshake_timeout (then silent, from
+///                the end of the handshake)
+///   silent     - from accept until the first byte (TLS behind a balancer: until its PROXY
+///                header is whole); closed silently at header_timeout
 ///   header     - from the first byte of a request until its header is complete; total
 ///   body       - between two reads of a request body; touched on every read
 ///   send       - between two writes of a response the client is not draining; touched on progress
@@ -175,6 +178,13 @@ private:
     /// bytes follow it; false too while it is incomplete, or when it is malformed (the
     /// connection is then closed: closed_ says which).
     bool take_proxy_header(io_state& io) noexcept;
+    /// The same on TLS, before the handshake: the header taken out of the socket alone (it is
+    /// looked at where it waits). Whether the handshake goes on now; if not, the connection
+    /// waits for the rest (header_timeout, in the silent phase) or is closed.
+    bool take_proxy_header_tls();
+    /// What a parsed header says (done or malformed): its client kept and counted. False when
+    /// the connection was closed for it.
+    bool adopt_proxy_header(const proxy_header& h) noexcept;
 
     // HTTP/2 (connection_h2.cpp): the protocol's state is the worker's, found by connection
     // (ctx_.h2s), taken when the client preface arrives; h2_ says it was.

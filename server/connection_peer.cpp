@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <cstring>
 
 namespace tarry::server {
@@ -82,8 +83,53 @@ std::string_view connection::peer() noexcept {
 bool connection::take_proxy_header(io_state& io) noexcept {
     const proxy_header h = parse_proxy_header({io.in.data(), io.in_len});
     if (h.what == proxy_header::status::incomplete) return false; // header_timeout bounds it
+    if (!adopt_proxy_header(h)) return false;
+    io.in_len -= static_cast<std::uint32_t>(h.length);
+    std::memmove(io.in.data(), io.in.data() + h.length, io.in_len);
+    return io.in_len != 0;
+}
+
+bool connection::take_proxy_header_tls() {
+    // The TLS stream reads its records from the socket itself: the header is looked at where
+    // it waits, and only its own bytes are taken out, the ClientHello behind it left in the
+    // socket. Looked at on the stack: a connection waiting for its header holds no buffer, and
+    // OpenSSL's object comes only with the ClientHello's first byte, after the header.
+    std::array<char, max_proxy_header_bytes> bytes;
+    const ssize_t got = peek_some(bytes.data(), bytes.size());
+    if (got < 0) {
+        if (!closed_) wait(false); // nothing yet: header_timeout bounds the wait
+        return false;
+    }
+    if (got == 0) {
+        close(close_reason::client_close);
+        return false;
+    }
+    const proxy_header h = parse_proxy_header({bytes.data(), static_cast<std::size_t>(got)});
+    if (h.what == proxy_header::status::incomplete) {
+        // The rest raises an edge when it comes; after the peer's end, nothing will.
+        if (hung_up_) {
+            close(close_reason::client_close);
+            return false;
+        }
+        readable_ = false;
+        wait(false);
+        return false;
+    }
+    if (h.what == proxy_header::status::malformed)
+        drop_waiting(); // closed below, with an end rather than a reset
+    else if (!take_peeked(bytes.data(), h.length))
+        return false;
+    if (!adopt_proxy_header(h)) return false;
+    // The handshake's own deadline from here (a total, as from accept without a header).
+    enter(conn_phase::handshake, false);
+    readable_ = true; // the ClientHello may have come with the header
+    return true;
+}
+
+bool connection::adopt_proxy_header(const proxy_header& h) noexcept {
     if (h.what == proxy_header::status::malformed) {
-        // A listener behind a balancer takes nothing else: no answer, as nginx and HAProxy.
+        // A listener behind a balancer takes nothing else: no answer (TLS: no alert either),
+        // as nginx and HAProxy.
         close(close_reason::proxy_header);
         return false;
     }
@@ -100,8 +146,6 @@ bool connection::take_proxy_header(io_state& io) noexcept {
             return false;
         }
     }
-    io.in_len -= static_cast<std::uint32_t>(h.length);
-    std::memmove(io.in.data(), io.in.data() + h.length, io.in_len);
     // Behind a balancer the client is known only now: counted against it from here.
     if (const auto k = client()) {
         bool admitted = false;
@@ -118,7 +162,7 @@ bool connection::take_proxy_header(io_state& io) noexcept {
         }
         counted_ = true;
     }
-    return io.in_len != 0;
+    return true;
 }
 
 void connection::counted_at_accept(const sockaddr_storage& peer) noexcept {

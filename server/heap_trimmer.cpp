@@ -31,6 +31,11 @@ void heap_trimmer::closed(std::size_t connections, std::size_t freed) noexcept {
     }
 }
 
+void heap_trimmer::after_handshakes() noexcept {
+    connection::release_kept();
+    ::malloc_trim(0);
+}
+
 void heap_trimmer::request() noexcept {
     if (posted_) {
         again_ = true; // the queued trim comes before the frees of these closes

@@ -34,6 +34,12 @@ public:
     /// A connection closed, letting go of `freed` bytes of buffers; `connections` are open now.
     void closed(std::size_t connections, std::size_t freed = 0) noexcept;
 
+    /// A burst of TLS handshakes is over (tls::stream::burst_over()): OpenSSL's objects are
+    /// freed, but glibc keeps their heap resident under connections that may now idle for
+    /// minutes, and no close comes to decide a trim. The connections' free lists and the free
+    /// pages go back now, on the calling thread, as a trim would give them.
+    static void after_handshakes() noexcept;
+
 private:
     void request() noexcept;
     void trim() noexcept;

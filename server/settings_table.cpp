@@ -163,9 +163,11 @@ constexpr std::array setting_rows{
     setting{.key = "tls_listen",
             .flag = "--tls-listen",
             .type = "HOST:PORT",
-            .help = "Where to accept TLS connections (HTTPS): HOST:PORT as for listen. TLS 1.2 "
-                    "and 1.3, ALPN http/1.1, the certificate by SNI. The flag is repeatable and "
-                    "replaces the file's list. Unset: no TLS.",
+            .help = "Where to accept TLS connections (HTTPS): HOST:PORT as for listen, with "
+                    "proxy_protocol behind a TCP balancer (the PROXY header before the "
+                    "ClientHello, under header_timeout). TLS 1.2 and 1.3, ALPN http/1.1, the "
+                    "certificate by SNI. The flag is repeatable and replaces the file's list. "
+                    "Unset: no TLS.",
             .repeatable = true,
             .apply = apply_listen_of<true>},
     setting{.key = "tls_certificate",

@@ -1479,6 +1479,16 @@ TEST_F(ConfigFileTest, TlsListenAddsTlsAddressesBesideThePlainOnes) {
     EXPECT_EQ(c.tls_certificate, fs::path("/etc/tarry/cert.pem"));
 }
 
+TEST_F(ConfigFileTest, ATlsAddressBehindABalancerTakesProxyProtocol) {
+    const config c = load("tls_listen = \"127.0.0.1:8443 proxy_protocol\"\n"
+                          "tls_certificate = \"/etc/tarry/cert.pem\"\n"
+                          "tls_certificate_key = \"/etc/tarry/key.pem\"\n");
+    const auto tls = std::find_if(c.listen.begin(), c.listen.end(),
+                                  [](const listen_address& a) { return a.tls; });
+    ASSERT_NE(tls, c.listen.end());
+    EXPECT_TRUE(tls->proxy_protocol);
+}
+
 TEST_F(ConfigFileTest, TlsTablesGiveCertificatesByName) {
     const config c = load("tls_listen = \":8443\"\n"
                           "[[tls]]\n"
@@ -1505,8 +1515,6 @@ TEST_F(ConfigFileTest, TlsMistakesNameTheKey) {
                                     "tls_certificate = \"a\"\ntls_certificate_key = \"b\"\n",
                                     2),
                          "0.0.0.0:8443 is also a listen address; a socket is plain or TLS"));
-    EXPECT_TRUE(contains(load_error("tls_listen = \":8443 proxy_protocol\"\n", 1),
-                         "proxy_protocol is not supported with TLS"));
     EXPECT_TRUE(
         contains(load_error("tls_listen = \"unix:/run/t.sock\"\n", 1), "TLS is for TCP addresses"));
     EXPECT_TRUE(contains(load_error("tls_listen = \":8443\"\n[[tls]]\nserver_names = \"a\"\n"
