@@ -4,15 +4,15 @@
 //   node h2_node_client.js ORIGIN CA get N PATH     N GETs of PATH at once
 //   node h2_node_client.js ORIGIN CA post SIZE PATH  a POST of SIZE bytes, streamed in 16 KB
 //                                                     writes with backpressure
-// ORIGIN is http://127.0.0.1:PORT or https://localhost:PORT (resolved to 127.0.0.1); CA is the
-// test CA's PEM file ("-" for none). Prints {"alpn", "sessions", "answers": [{status, length,
+// ORIGIN is http://127.0.0.1:PORT or https://127.0.0.1:PORT (the certificate names the address);
+// CA is the test CA's PEM file ("-" for none). Prints {"alpn", "sessions", "answers": [{status, length,
 // body}], "errors": []}.
 'use strict';
 const fs = require('fs');
 const http2 = require('http2');
 
 const [origin, ca, mode, count, path] = process.argv.slice(2);
-const options = { lookup: (host, opts, cb) => cb(null, '127.0.0.1', 4) };
+const options = {};
 if (ca !== '-') options.ca = fs.readFileSync(ca);
 
 const result = { alpn: null, sessions: 0, answers: [], errors: [] };
