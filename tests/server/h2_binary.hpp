@@ -48,7 +48,8 @@ inline std::size_t count(const std::string& text, const std::string& what) {
 class node_app {
 public:
     node_app() : child_({"node", TARRY_H2_APP_JS}, child_options::backend()) {
-        if (const auto line = child_.read_line()) port_ = static_cast<std::uint16_t>(std::stoi(*line));
+        if (const auto line = child_.read_line())
+            port_ = static_cast<std::uint16_t>(std::stoi(*line));
     }
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     /// Its counters as JSON, asked directly (not through tarry).
@@ -83,15 +84,17 @@ inline const fs::path& test_certs() {
 
 /// tarry from a configuration file: a plain listener, a TLS one and the admin listener on free
 /// ports, `http2 = true` and the caller's lines after them. reload() rewrites the file and sends
-/// SIGHUP; the destructor stops it.
+/// SIGHUP; the destructor stops it and expects exit status 0.
 class h2_tarry {
 public:
     std::uint16_t port = free_port();
     std::uint16_t tls_port = free_port();
     std::uint16_t admin_port = free_port();
 
-    h2_tarry(const fs::path& dir, const std::string& config)
+    /// `plain_port`: the plain listener's port when it must be that one (a restart in place).
+    h2_tarry(const fs::path& dir, const std::string& config, std::uint16_t plain_port = 0)
         : config_(dir / "tarry.toml"), log_(dir / "tarry.log") {
+        if (plain_port != 0) port = plain_port;
         write_file(config_, head() + config);
         launch_options o;
         o.listen = false;
@@ -100,6 +103,11 @@ public:
         ready_ = eventually([&] { return test_client(port).connected(); }, 20s) &&
                  eventually([&] { return test_client(tls_port).connected(); }, 20s);
     }
+    h2_tarry(const h2_tarry&) = delete;
+    h2_tarry& operator=(const h2_tarry&) = delete;
+    /// Stops it (if the test has not) and expects a clean exit: under the sanitizers a report
+    /// makes it non-zero.
+    ~h2_tarry() { EXPECT_EQ(process_->stop(), 0) << log(); }
 
     [[nodiscard]] bool ready() const noexcept { return ready_; }
     [[nodiscard]] tarry_process& process() { return *process_; }

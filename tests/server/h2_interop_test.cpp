@@ -53,9 +53,10 @@ TEST(H2ChromiumTest, APageOfThirtyAssetsLoadsOnOneH2Session) {
                                "\"\ndocroot = \"" + (dir / "www").string() + "\"\n");
     ASSERT_TRUE(t.ready()) << t.log();
     // The certificate is trusted by its key (Chromium has no CA file option).
-    const run_result spki = run_shell("openssl x509 -in " + (test_certs() / "default.pem").string() +
-                                      " -pubkey -noout | openssl pkey -pubin -outform der | "
-                                      "openssl dgst -sha256 -binary | base64");
+    const run_result spki =
+        run_shell("openssl x509 -in " + (test_certs() / "default.pem").string() +
+                  " -pubkey -noout | openssl pkey -pubin -outform der | "
+                  "openssl dgst -sha256 -binary | base64");
     ASSERT_EQ(spki.output.size(), 45U) << spki.output;
     const fs::path netlog = dir / "netlog.json";
     const run_result dom = run_shell(
@@ -64,8 +65,8 @@ TEST(H2ChromiumTest, APageOfThirtyAssetsLoadsOnOneH2Session) {
         "--disable-dev-shm-usage --ignore-certificate-errors-spki-list=" +
         spki.output.substr(0, 44) + " --user-data-dir=" + (dir / "profile").string() +
         " --log-net-log=" + netlog.string() +
-        " --net-log-capture-mode=Default --virtual-time-budget=5000 --dump-dom " +
-        t.tls_url("/") + " 2>/dev/null");
+        " --net-log-capture-mode=Default --virtual-time-budget=5000 --dump-dom " + t.tls_url("/") +
+        " 2>/dev/null");
     EXPECT_TRUE(has(dom.output, "scripts 10")) << dom.output; // every script ran
 
     // One HTTP/2 session to tarry carried the page and every asset, nothing went as HTTP/1.1.
@@ -83,7 +84,8 @@ TEST(H2ChromiumTest, APageOfThirtyAssetsLoadsOnOneH2Session) {
 
     // Every asset answered 200 over HTTP/2 (the access log is flushed within a second).
     for (const std::string& path : assets)
-        EXPECT_FALSE(log_line_with(dir / "access.log", "\"GET " + path + " HTTP/2.0\" 200 ").empty());
+        EXPECT_FALSE(
+            log_line_with(dir / "access.log", "\"GET " + path + " HTTP/2.0\" 200 ").empty());
     (void)log_line_with(dir / "access.log", "\"GET / HTTP/2.0\" 200 ");
     const std::string m = t.metrics();
     EXPECT_GE(sample(m, "tarry_h2_streams_total"), 31) << m;
@@ -140,7 +142,9 @@ TEST_P(H2NodeTest, ConcurrentStreamsAndAPostThroughTheProxy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PlainAndTls, H2NodeTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Tls" : "H2c"; });
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                             return p.param ? "Tls" : "H2c";
+                         });
 
 TEST(H2NghttpTest, SeveralUrisAndAPagesAssetsOnOneConnection) {
     scratch_dir dir("h2_nghttp");
@@ -159,7 +163,7 @@ TEST(H2NghttpTest, SeveralUrisAndAPagesAssetsOnOneConnection) {
         EXPECT_EQ(count(v.output, ":status: 200"), 2U) << v.output;
         EXPECT_TRUE(has(v.output, "[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):128]")) << v.output;
         EXPECT_TRUE(has(v.output, "recv SETTINGS frame <length=0, flags=0x01, stream_id=0>"))
-            << v.output; // our SETTINGS acknowledged
+            << v.output;                                        // our SETTINGS acknowledged
         EXPECT_FALSE(has(v.output, "recv GOAWAY")) << v.output; // nghttp sends its own at the end
         if (tls) {
             EXPECT_TRUE(has(v.output, "The negotiated protocol: h2")) << v.output;
@@ -213,16 +217,16 @@ TEST(H2CurlTest, OneTlsConnectionForSeveralUrlsAndAPostThroughTheProxy) {
     ASSERT_TRUE(t.ready()) << t.log();
     // Three URLs, one connection: curl reuses it over TLS (the plain prior-knowledge one it
     // cannot, see docs/http2.md).
-    const run_result r = run_shell(
-        "curl -sS -k --http2 --max-time 20 -o /dev/null -o /dev/null -o /dev/null -w "
-        "'%{http_version} %{response_code} %{num_connects}\\n' " +
-        t.tls_url("/a.txt") + " " + t.tls_url("/app/x") + " " + t.tls_url("/a.txt"));
+    const run_result r =
+        run_shell("curl -sS -k --http2 --max-time 20 -o /dev/null -o /dev/null -o /dev/null -w "
+                  "'%{http_version} %{response_code} %{num_connects}\\n' " +
+                  t.tls_url("/a.txt") + " " + t.tls_url("/app/x") + " " + t.tls_url("/a.txt"));
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "2 200 1\n2 200 0\n2 200 0\n");
     // A POST with a body through the proxy, h2c and TLS.
     write_file(dir / "body.bin", std::string(300000, 'p'));
-    for (const std::string& flags :
-         {"--http2-prior-knowledge " + t.url("/app/upload"), "-k --http2 " + t.tls_url("/app/upload")}) {
+    for (const std::string& flags : {"--http2-prior-knowledge " + t.url("/app/upload"),
+                                     "-k --http2 " + t.tls_url("/app/upload")}) {
         const run_result post = run_shell("curl -sS --max-time 20 -w ' %{http_version}' "
                                           "--data-binary @" +
                                           (dir / "body.bin").string() + " " + flags);

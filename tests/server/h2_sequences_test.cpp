@@ -8,7 +8,9 @@
 //   a reload (SIGHUP) changing the HTTP/2 settings mid-stream: the stream finishes, new
 //   connections get the new SETTINGS;
 //   pressure (max_connections) on idle h2 connections: newcomers served, the idle ones GOAWAY
-//   and FIN.
+//   and FIN;
+//   a rolling restart of two tarrys behind HAProxy under h2 load (HAProxy speaking HTTP/1.1 or
+//   HTTP/2 to them): no request lost.
 // Built with the sanitizers, the binary runs under them (its exit status says so).
 #include "h2_binary.hpp"
 
@@ -227,6 +229,98 @@ TEST_F(H2SequencesTest, PressureTakesIdleH2ConnectionsWithAGoawayThenTheFin) {
     EXPECT_EQ(sample(m, "tarry_h2_goaways_sent_total{code=\"NO_ERROR\"}"), 8) << m;
     EXPECT_EQ(t.process().stop(), 0) << t.log();
 }
+
+/// HAProxy in HTTP mode in front of two tarrys: h2c with prior knowledge to the clients, and to
+/// the servers HTTP/1.1 (`h2`: HTTP/2, `proto h2`), checked every 100 ms; a request that found
+/// a server gone (refused, or its idle connection closed as it was sent) is retried on the other.
+class haproxy_h2 {
+public:
+    std::uint16_t port = free_port();
+
+    haproxy_h2(const fs::path& dir, std::uint16_t a, std::uint16_t b, bool h2) {
+        const std::string server =
+            " check inter 100ms fall 1 rise 1" + std::string(h2 ? " proto h2" : "") + "\n";
+        write_file(dir / "haproxy.cfg",
+                   "global\n  maxconn 1000\n"
+                   "defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n"
+                   "  timeout server 30s\n  retries 3\n  option redispatch 1\n"
+                   "  retry-on conn-failure empty-response response-timeout\n"
+                   "frontend fe\n  bind 127.0.0.1:" +
+                       std::to_string(port) +
+                       " proto h2\n  default_backend be\n"
+                       "backend be\n  balance roundrobin\n"
+                       "  server a 127.0.0.1:" +
+                       std::to_string(a) + server + "  server b 127.0.0.1:" + std::to_string(b) +
+                       server);
+        child_.emplace(
+            std::vector<std::string>{"haproxy", "-db", "-q", "-f", (dir / "haproxy.cfg").string()});
+        ready_ = eventually([&] { return test_client(port).connected(); }, 10s);
+    }
+    [[nodiscard]] bool ready() const noexcept { return ready_; }
+
+private:
+    std::optional<child_process> child_;
+    bool ready_ = false;
+};
+
+/// The requests tarry has answered, from its metrics.
+double answered(const h2_tarry& t) {
+    return sample(t.metrics(), "tarry_requests_total");
+}
+
+class H2RollingRestartTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(H2RollingRestartTest, BehindHaproxyWithH2ClientsNoRequestIsLost) {
+    scratch_dir dir("h2_rolling");
+    for (const char* d : {"a", "b", "a2"})
+        fs::create_directories(dir / d);
+    write_file(dir / "page.txt", std::string(5000, 'p'));
+    const std::string config = "workers = 2\ndocroot = \"" + dir.path().string() + "\"\n";
+    std::optional<h2_tarry> a;
+    a.emplace(dir / "a", config);
+    h2_tarry b(dir / "b", config);
+    ASSERT_TRUE(a->ready() && b.ready()) << a->log() << b.log();
+    const std::uint16_t a_port = a->port;
+    haproxy_h2 lb(dir.path(), a_port, b.port, GetParam());
+    ASSERT_TRUE(lb.ready());
+
+    // h2 load through HAProxy, round after round until the restarts are over: every request of
+    // every round answered 200.
+    std::atomic<bool> done{false};
+    std::atomic<int> rounds{0};
+    std::string failures;
+    std::thread load([&] {
+        while (!done.load()) {
+            const run_result r = run_shell(
+                "timeout 120 h2load -n 2000 -c 4 -m 8 http://127.0.0.1:" + std::to_string(lb.port) +
+                "/page.txt");
+            if (!has(r.output, "2000 done, 2000 succeeded, 0 failed, 0 errored, 0 timeout") ||
+                !has(r.output, "status codes: 2000 2xx, 0 3xx, 0 4xx, 0 5xx"))
+                failures += r.output;
+            ++rounds;
+        }
+    });
+    // a is stopped while it serves, and started again on its port; then b.
+    EXPECT_TRUE(eventually([&] { return answered(*a) >= 500; }, 60s));
+    EXPECT_EQ(a->process().stop(), 0) << a->log();
+    a.reset();
+    a.emplace(dir / "a2", config, a_port);
+    ASSERT_TRUE(a->ready()) << a->log();
+    EXPECT_TRUE(eventually([&] { return answered(*a) >= 500; }, 60s)); // back in HAProxy's pool
+    EXPECT_TRUE(eventually([&] { return answered(b) >= 500; }, 60s));
+    EXPECT_EQ(b.process().stop(), 0) << b.log();
+    const int after = rounds.load();
+    EXPECT_TRUE(eventually([&] { return rounds.load() > after; }, 120s)); // a round on a alone
+    done = true;
+    load.join();
+    EXPECT_EQ(failures, "");
+    EXPECT_GE(rounds.load(), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(ToTarry, H2RollingRestartTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                             return p.param ? "Http2" : "Http11";
+                         });
 
 } // namespace
 } // namespace tarry::test
