@@ -6,6 +6,7 @@
 #include "child_process.hpp"
 #include "log_file.hpp"
 #include "tarry_process.hpp"
+#include "test_certs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -67,20 +68,6 @@ private:
     child_process child_;
     std::uint16_t port_ = 0;
 };
-
-/// The certificates tls/make_certs.sh makes (default.pem is for localhost and 127.0.0.1), made
-/// once for the whole program.
-inline const fs::path& test_certs() {
-    static const scratch_dir dir("h2_certs");
-    static const bool made = [] {
-        const run_result r =
-            run_shell("sh " TARRY_TLS_ASSETS "/make_certs.sh " + dir.path().string());
-        EXPECT_EQ(r.status, 0) << r.output;
-        return r.status == 0;
-    }();
-    (void)made;
-    return dir.path();
-}
 
 /// tarry from a configuration file: a plain listener, a TLS one and the admin listener on free
 /// ports, `http2 = true` and the caller's lines after them. reload() rewrites the file and sends

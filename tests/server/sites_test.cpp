@@ -6,6 +6,7 @@
 // reload that changes a site's names while requests run, and --check-config's one-line errors.
 // Certificates are made at test time by tls/make_certs.sh (no private key is committed).
 #include "tarry_process.hpp"
+#include "test_certs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -32,19 +33,6 @@ bool has(const std::string& text, const std::string& what) {
 
 std::string port_text(std::uint16_t p) {
     return std::to_string(p);
-}
-
-/// The certificates make_certs.sh lists, made once for the whole program.
-const fs::path& certs() {
-    static const scratch_dir dir("sites_certs");
-    static const bool made = [] {
-        const run_result r =
-            run_shell("sh " TARRY_TLS_ASSETS "/make_certs.sh " + dir.path().string());
-        EXPECT_EQ(r.status, 0) << r.output;
-        return r.status == 0;
-    }();
-    (void)made;
-    return dir.path();
 }
 
 /// A site's document root with an index and one more file.
@@ -140,7 +128,7 @@ protected:
 
     void SetUp() override {
         SitesTest::SetUp();
-        const fs::path& c = certs();
+        const fs::path& c = test_certs();
         spit(cfg, "listen = [\"127.0.0.1:" + port_text(plain) + "\"]\n" +
                       "tls_listen = [\"127.0.0.1:" + port_text(tls) +
                       "\"]\nhttp2 = true\nhttps_redirect = true\n" + "tls_certificate = \"" +
@@ -165,7 +153,7 @@ protected:
                       port_text(tls) + "{uri}\"\nstatus = 308\n");
     }
     [[nodiscard]] std::string resolve() const {
-        std::string r = "--cacert " + (certs() / "ca.pem").string();
+        std::string r = "--cacert " + (test_certs() / "ca.pem").string();
         for (const char* name : {"a.test", "b.test", "old.b.test"})
             for (const std::uint16_t port : {plain, tls})
                 r += " --resolve " + std::string(name) + ":" + port_text(port) + ":127.0.0.1";
@@ -238,7 +226,7 @@ TEST_F(TlsSitesTest, RedirectChainFollowedByCurl) {
 std::string chromium_dom(const fs::path& profile, const std::string& url) {
     std::string spki;
     for (const char* leaf : {"a.pem", "b.pem"}) {
-        const run_result r = run_shell("openssl x509 -in " + (certs() / leaf).string() +
+        const run_result r = run_shell("openssl x509 -in " + (test_certs() / leaf).string() +
                                        " -pubkey -noout | openssl pkey -pubin -outform der | "
                                        "openssl dgst -sha256 -binary | base64");
         spki += (spki.empty() ? "" : ",") + r.output.substr(0, 44);

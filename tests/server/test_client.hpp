@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace tarry::test {
 
@@ -213,8 +214,6 @@ private:
 
 inline const std::string get = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
 
-/// A sample's value in Prometheus text ("tarry_tls_handshakes_total{result=\"full\"}"), or -1
-/// when absent.
 /// Polls `pred` until it holds or a generous deadline passes.
 template <class Pred> bool eventually(Pred pred, steady::duration limit = 5s) {
     const auto deadline = steady::now() + limit;
@@ -225,12 +224,33 @@ template <class Pred> bool eventually(Pred pred, steady::duration limit = 5s) {
     return true;
 }
 
+/// A sample's value in Prometheus text ("tarry_tls_handshakes_total{result=\"full\"}"), or -1
+/// when absent.
 inline double sample(const std::string& metrics, const std::string& series) {
     const std::string text = "\n" + metrics;
     const std::string at = "\n" + series + " ";
     const auto p = text.find(at);
     if (p == std::string::npos) return -1;
     return std::stod(text.substr(p + at.size()));
+}
+
+/// Reads a raw socket until the end: the bytes, and whether it ended with a FIN (not a reset,
+/// nor the deadline; a failed recv appends "[recv: REASON]").
+inline std::pair<std::string, bool> read_to_end(int fd, steady::duration timeout = 5s) {
+    std::string got;
+    const auto deadline = steady::now() + timeout;
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+        if (left.count() <= 0) return {got, false};
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return {got, false};
+        char buf[4096];
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n == 0) return {got, true};
+        if (n < 0) return {got + "[recv: " + std::strerror(errno) + "]", false};
+        got.append(buf, static_cast<std::size_t>(n));
+    }
 }
 
 } // namespace tarry::test

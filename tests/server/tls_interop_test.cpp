@@ -446,25 +446,6 @@ void reset(int fd) {
     ::close(fd);
 }
 
-/// Reads a raw socket until the end: the bytes, and whether it ended with a FIN (not a reset,
-/// nor the deadline).
-std::pair<std::string, bool> read_to_end(int fd, steady::duration timeout = 5s) {
-    std::string got;
-    const auto deadline = steady::now() + timeout;
-    for (;;) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-        if (left.count() <= 0) return {got, false};
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return {got, false};
-        char buf[4096];
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n == 0) return {got, true};
-        if (n < 0) return {got + "[recv: " + std::strerror(errno) + "]", false};
-        got.append(buf, static_cast<std::size_t>(n));
-    }
-}
-
 // --- 1. curl: keep-alive, both versions, ALPN ----------------------------------------------------
 
 TEST(TlsCurlTest, TwoUrlsShareOneConnectionOverTls13And12AndAlpnPicksH2OrHttp11) {

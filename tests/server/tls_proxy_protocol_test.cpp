@@ -168,25 +168,6 @@ std::size_t count(const std::string& text, const std::string& what) {
     return n;
 }
 
-/// Everything the server sends until it closes: the bytes, and whether it ended with a FIN
-/// (false: a reset, or still open after `timeout`).
-std::pair<std::string, bool> read_to_end(int fd, steady::duration timeout = 5s) {
-    std::string got;
-    const auto deadline = steady::now() + timeout;
-    for (;;) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-        if (left.count() <= 0) return {got, false};
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return {got, false};
-        char buf[4096];
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n == 0) return {got, true};
-        if (n < 0) return {got, false};
-        got.append(buf, static_cast<std::size_t>(n));
-    }
-}
-
 /// tarry with a TLS listener behind a balancer (`tls_listen = "... proxy_protocol"`), an admin
 /// listener, and the settings `more` adds to its configuration file; ready once /metrics answers.
 class tls_behind_balancer {
