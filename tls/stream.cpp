@@ -1,8 +1,5 @@
 #include "stream.hpp"
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -14,20 +11,6 @@
 #include <vector>
 
 namespace tarry::tls {
-
-/// The traffic secrets of a handshake in progress, as the key log callback hands them over,
-/// and the records OpenSSL seals under the server's (its session tickets).
-struct stream::capture {
-    std::shared_ptr<const context> ctx;
-    std::uint8_t client[48];
-    std::uint8_t server[48];
-    std::uint8_t client_len = 0;
-    std::uint8_t server_len = 0;
-    bool server_app = false;         ///< the server's application secret is in use for writing
-    bool client_finished = false;    ///< a TLS 1.3 client's Finished came: what OpenSSL writes
-                                     ///< now is session tickets (write_for_openssl holds them)
-    std::uint64_t server_sealed = 0; ///< records OpenSSL wrote under it
-};
 
 /// Records in and out, while bytes move. Ciphertext read from the socket sits in `in` from
 /// rec_off to in_len; a record is opened in place, and its plaintext handed out from plain_off.
@@ -71,16 +54,6 @@ thread_local std::uint64_t key_updates_seen = 0;
 /// touched.
 constexpr std::size_t kept_max = 16;
 
-/// This thread's handshakes with OpenSSL's object alive (kilobytes each, freed at their end),
-/// and the most at once since the last burst_over().
-struct handshake_burst {
-    std::uint32_t open = 0;
-    std::uint32_t peak = 0;
-};
-thread_local handshake_burst burst;
-/// Concurrent handshakes worth giving memory back after: 64 leave about 2 MB of freed heap.
-constexpr std::uint32_t burst_min_peak = 64;
-
 std::vector<std::unique_ptr<stream::buffers>>& kept_list() {
     thread_local std::vector<std::unique_ptr<stream::buffers>> list;
     kept = &list;
@@ -100,74 +73,21 @@ enum alert_description : std::uint8_t {
 
 constexpr std::uint8_t key_update_type = 24;
 
-int hex(char c) noexcept {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/// The secret of a key log line ("LABEL CLIENT_RANDOM SECRET", hex) into `out`; its length.
-std::uint8_t parse_secret(std::string_view line, std::uint8_t* out) noexcept {
-    const auto sp = line.rfind(' ');
-    if (sp == std::string_view::npos) return 0;
-    const std::string_view h = line.substr(sp + 1);
-    if (h.size() % 2 != 0 || h.size() > 96) return 0;
-    for (std::size_t i = 0; i < h.size(); i += 2) {
-        const int hi = hex(h[i]);
-        const int lo = hex(h[i + 1]);
-        if (hi < 0 || lo < 0) return 0;
-        out[i / 2] = static_cast<std::uint8_t>(hi << 4 | lo);
-    }
-    return static_cast<std::uint8_t>(h.size() / 2);
-}
-
-std::uint8_t suite_index(const SSL* ssl) noexcept {
-    const char* name = SSL_CIPHER_get_name(SSL_get_current_cipher(ssl));
-    if (name == nullptr) return suite_names.size() - 1;
-    for (std::size_t i = 0; i + 1 < suite_names.size(); ++i)
-        if (suite_names[i] == name) return static_cast<std::uint8_t>(i);
-    return suite_names.size() - 1;
-}
-
-/// The BIO OpenSSL reads and writes through. Reads are served from the record buffer, filled
-/// by one recv of what the socket has (the socket's own BIO makes a read(2) for each record's
-/// 5-byte header and another for its body); writes go to the socket at once, but for a TLS 1.3
-/// handshake's session tickets (stream::read_for_openssl, stream::write_for_openssl).
-BIO_METHOD* socket_method() noexcept {
-    static BIO_METHOD* const method = [] {
-        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tarry socket");
-        if (m == nullptr) return m;
-        BIO_meth_set_read(m, [](BIO* b, char* out, int len) {
-            BIO_clear_retry_flags(b);
-            const int n = static_cast<stream*>(BIO_get_data(b))->read_for_openssl(out, len);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(b);
-            return n;
-        });
-        BIO_meth_set_write(m, [](BIO* b, const char* data, int len) {
-            BIO_clear_retry_flags(b);
-            const int n = static_cast<stream*>(BIO_get_data(b))->write_for_openssl(data, len);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(b);
-            return n;
-        });
-        BIO_meth_set_ctrl(m, [](BIO*, int cmd, long, void*) -> long {
-            return cmd == BIO_CTRL_FLUSH || cmd == BIO_CTRL_DUP ? 1 : 0;
-        });
-        BIO_meth_set_create(m, [](BIO* b) {
-            BIO_set_init(b, 1);
-            return 1;
-        });
-        return m;
-    }();
-    return method;
-}
+/// OpenSSL's reads and writes during the handshake (and a TLS 1.2 connection's records).
+const transport openssl_io{
+    [](void* owner, char* out, int len) noexcept {
+        return static_cast<stream*>(owner)->read_for_openssl(out, len);
+    },
+    [](void* owner, const char* data, int len) noexcept {
+        return static_cast<stream*>(owner)->write_for_openssl(data, len);
+    }};
 
 } // namespace
 
 int stream::write_for_openssl(const char* data, int len) noexcept {
     if (len <= 0) return 0;
     const auto n = static_cast<std::size_t>(len);
-    if (hs_ && hs_->client_finished) {
+    if (hs_ && hs_->writing_tickets()) {
         // The session tickets OpenSSL writes once a TLS 1.3 client's Finished is in: they wait
         // in the record buffer, ahead of our first record, and go out with the first response
         // (or when recv finds nothing to read): one send where OpenSSL makes one per ticket.
@@ -213,84 +133,23 @@ int stream::read_for_openssl(char* out, int len) noexcept {
     return static_cast<int>(k);
 }
 
-void stream::on_secret(const SSL* ssl, const char* line) noexcept {
-    auto* self = static_cast<stream*>(SSL_get_app_data(ssl));
-    if (self == nullptr || !self->hs_) return;
-    capture& c = *self->hs_;
-    const std::string_view l(line);
-    if (l.starts_with("CLIENT_TRAFFIC_SECRET_0 ")) {
-        c.client_len = parse_secret(l, c.client);
-    } else if (l.starts_with("SERVER_TRAFFIC_SECRET_0 ")) {
-        c.server_len = parse_secret(l, c.server);
-        c.server_app = true; // from here OpenSSL seals under it: count its records
-    }
-}
-
-void stream::on_record(int write_p, int version, int content_type, const void* buf, std::size_t len,
-                       SSL*, void* arg) noexcept {
-    // Every record OpenSSL writes is reported by its header; those after the switch to the
-    // application secret (the session tickets) advance the sequence number we take over. The
-    // switch is checked here, record by record: the client's Finished may already be in the
-    // socket when the server's flight goes out, and then the tickets follow in the same call.
-    auto* c = static_cast<capture*>(arg);
-    if (write_p == 0 && content_type == SSL3_RT_HANDSHAKE && version == TLS1_3_VERSION &&
-        len != 0 && static_cast<const std::uint8_t*>(buf)[0] == SSL3_MT_FINISHED && c != nullptr &&
-        c->server_app)
-        c->client_finished = true; // the server's own Finished went out before the switch
-    if (write_p == 0 || content_type != SSL3_RT_HEADER) return;
-    if (c != nullptr && c->server_app) ++c->server_sealed;
-}
-
 stream::stream() noexcept = default;
 
 bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
     try {
-        hs_ = std::make_unique<capture>();
+        hs_ = std::make_unique<tls::handshake>(std::move(ctx), openssl_io, this);
     } catch (...) {
         return false;
     }
     fd_ = fd;
-    hs_->ctx = std::move(ctx);
     return true;
-}
-
-bool stream::make_ssl() noexcept {
-    ssl_ = hs_->ctx->new_ssl(fd_);
-    if (ssl_ == nullptr) return false;
-    BIO* bio = BIO_new(socket_method());
-    if (bio == nullptr) {
-        SSL_free(ssl_);
-        ssl_ = nullptr;
-        return false;
-    }
-    BIO_set_data(bio, this);
-    SSL_set_bio(ssl_, bio, bio); // replaces the socket's own BIO; one reference for both
-    SSL_set_app_data(ssl_, this);
-    SSL_set_msg_callback(ssl_, on_record);
-    SSL_set_msg_callback_arg(ssl_, hs_.get());
-    counted_ = true;
-    burst.peak = std::max(burst.peak, ++burst.open);
-    return true;
-}
-
-void stream::handshake_ended() noexcept {
-    if (!counted_) return;
-    counted_ = false;
-    --burst.open;
 }
 
 bool stream::burst_over() noexcept {
-    // Once a burst of handshakes is over, the heap it used is free but resident (glibc keeps
-    // it), under connections that may stay idle for minutes: worth one trim. The next needs
-    // another burst of as many at once.
-    if (burst.open != 0 || burst.peak < burst_min_peak) return false;
-    burst.peak = 0;
-    return true;
+    return tls::handshake::burst_over();
 }
 
 stream::~stream() {
-    handshake_ended(); // (a handshake that failed, or was cut short)
-    if (ssl_ != nullptr) SSL_free(ssl_);
     if (buf_) release();
     if (buf_) buf_.reset();
 }
@@ -335,13 +194,13 @@ void stream::release() noexcept {
 }
 
 bool stream::end_waiting() const noexcept {
-    if (ssl_ != nullptr) return ssl_ended_;
+    if (hs_) return hs_->ended();
     return peer_closed_ || broken_;
 }
 
 bool stream::plaintext_waiting() const noexcept {
     // (With OpenSSL's object, records read from the socket but not yet opened count too.)
-    if (ssl_ != nullptr) return SSL_pending(ssl_) > 0 || (buf_ && buf_->rec_off != buf_->in_len);
+    if (hs_) return hs_->plaintext_waiting() || (buf_ && buf_->rec_off != buf_->in_len);
     return buf_ && buf_->plain_len != 0;
 }
 
@@ -349,7 +208,7 @@ bool stream::plaintext_waiting() const noexcept {
 
 step stream::handshake(int fd) noexcept {
     if (!hs_) return step::failed;
-    if (!started_) {
+    if (!hs_->begun()) {
         // A TLS client's first byte is a handshake record's type (22). Anything else is not
         // TLS: as nginx does, bytes are handed to HTTP (answered 400), but an SSLv2 hello's
         // (the high bit); letters are someone's HTTP request, told of its mistake.
@@ -358,83 +217,42 @@ step stream::handshake(int fd) noexcept {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return step::want_read;
         if (n <= 0) {
-            failure_ = handshake_failure::client_closed;
+            outcome_.failure = handshake_failure::client_closed;
             return step::failed;
         }
         if (first != handshake_record) {
-            failure_ = first >= 'A' && first <= 'Z' ? handshake_failure::plain_http
-                                                    : handshake_failure::not_tls;
+            outcome_.failure = first >= 'A' && first <= 'Z' ? handshake_failure::plain_http
+                                                            : handshake_failure::not_tls;
             return first < 0x80 ? step::plain_http : step::failed;
         }
         // OpenSSL's object (kilobytes) only now that a ClientHello is coming, as nginx does:
         // a connection that sends nothing costs the connection alone.
-        if (!make_ssl()) {
-            failure_ = handshake_failure::other;
+        if (!hs_->begin()) {
+            outcome_.failure = handshake_failure::other;
             return step::failed;
         }
-        started_ = true;
     }
-    ERR_clear_error();
-    const int r = SSL_do_handshake(ssl_);
-    if (r == 1) {
-        handshake_ended();
-        resumed_ = SSL_session_reused(ssl_) == 1;
-        suite_ = suite_index(ssl_);
-        certificate_ = hs_->ctx->index_of(SSL_get_SSL_CTX(ssl_));
-        const unsigned char* alpn = nullptr;
-        unsigned alpn_len = 0;
-        SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);
-        h2_ = alpn_len == 2 && std::memcmp(alpn, "h2", 2) == 0;
-        SSL_set_msg_callback(ssl_, nullptr);
-        if (!adopt_records()) {
-            // TLS 1.2: OpenSSL's object goes on alone; the context's callbacks are done.
-            SSL_set_msg_callback_arg(ssl_, nullptr);
-            hs_.reset();
-        }
-        return step::done;
-    }
-    switch (SSL_get_error(ssl_, r)) {
-    case SSL_ERROR_WANT_READ:
+    const step s = hs_->advance(outcome_);
+    if (s == step::want_read)
         release(); // what was read is OpenSSL's now: a silent client holds no buffer of ours
-        return step::want_read;
-    case SSL_ERROR_WANT_WRITE:
-        return step::want_write;
-    case SSL_ERROR_SSL:
-        failure_ = classify_failure();
-        break;
-    default: // SSL_ERROR_SYSCALL, SSL_ERROR_ZERO_RETURN: the client went away
-        failure_ = handshake_failure::client_closed;
-        break;
+    if (s != step::done) return s;
+    traffic_secrets t;
+    if (!hs_->take_secrets(t)) return step::done; // TLS 1.2: OpenSSL's object goes on
+    // OpenSSL reads record by record (no read-ahead): it has taken nothing past the client's
+    // Finished, so the client's first application record is number 0, and any of it already
+    // read waits in our record buffer (read_for_openssl), where recv() opens it.
+    hs_.reset();
+    if (!read_.init(t.algorithm, {t.client, t.client_len}, 0) ||
+        !write_.init(t.algorithm, {t.server, t.server_len}, t.server_sealed)) {
+        outcome_.failure = handshake_failure::other;
+        return step::failed;
     }
-    ERR_clear_error();
-    return step::failed;
+    return step::done;
 }
 
 bool stream::start_with_secrets(aead a, std::span<const std::uint8_t> client,
                                 std::span<const std::uint8_t> server) noexcept {
-    return ssl_ == nullptr && read_.init(a, client) && write_.init(a, server);
-}
-
-bool stream::adopt_records() noexcept {
-    capture& c = *hs_;
-    if (SSL_version(ssl_) != TLS1_3_VERSION) return false;
-    const auto a = aead_of_suite(
-        static_cast<std::uint16_t>(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(ssl_))));
-    if (!a || c.client_len == 0 || c.server_len == 0) return false;
-    // OpenSSL reads record by record (no read-ahead): it has taken nothing past the client's
-    // Finished, so the client's first application record is number 0, and any of it already
-    // read waits in our record buffer (read_for_openssl), where recv() opens it.
-    if (!read_.init(*a, {c.client, c.client_len}, 0) ||
-        !write_.init(*a, {c.server, c.server_len}, c.server_sealed))
-        return false;
-    // Nothing is sent: SSL_free would otherwise take the session for one not shut down cleanly.
-    SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-    SSL_free(ssl_);
-    ssl_ = nullptr;
-    OPENSSL_cleanse(c.client, sizeof c.client);
-    OPENSSL_cleanse(c.server, sizeof c.server);
-    hs_.reset();
-    return true;
+    return !hs_ && read_.init(a, client) && write_.init(a, server);
 }
 
 stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {
@@ -453,7 +271,7 @@ stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {
 // --- Records in --------------------------------------------------------------------------------
 
 ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
-    if (ssl_ != nullptr) return ssl_recv(out, n);
+    if (hs_) return hs_->read(out, n);
     buffers* bp = buffers_for(broken_, fail_errno_ != 0 ? fail_errno_ : EPROTO);
     if (bp == nullptr) return -1;
     buffers& b = *bp;
@@ -727,7 +545,7 @@ bool stream::flush(int fd, int flags) noexcept {
 }
 
 ssize_t stream::send(int fd, const char* data, std::size_t n) noexcept {
-    if (ssl_ != nullptr) return ssl_send(data, n);
+    if (hs_) return hs_->write(data, n);
     buffers* bp = buffers_for(broken_ || sent_close_, EPIPE);
     if (bp == nullptr) return -1;
     buffers& b = *bp;
@@ -771,12 +589,8 @@ ssize_t stream::send(int fd, const char* data, std::size_t n) noexcept {
 
 void stream::close_notify(int fd) noexcept {
     if (broken_ || sent_close_) return;
-    if (ssl_ != nullptr) {
-        if (SSL_is_init_finished(ssl_) == 1) {
-            ERR_clear_error();
-            SSL_shutdown(ssl_);
-            ERR_clear_error();
-        }
+    if (hs_) {
+        hs_->close_notify();
         return;
     }
     const std::uint8_t a[] = {1, close_notify_alert};
@@ -785,65 +599,6 @@ void stream::close_notify(int fd) noexcept {
     // the alert leaves in the FIN's segment, one packet and one wakeup of the peer, not two.
     flush(fd, MSG_MORE);
     sent_close_ = true; // nothing is sent after it; the peer may still send (a half-close)
-}
-
-// --- TLS 1.2: OpenSSL's records ----------------------------------------------------------------
-
-ssize_t stream::ssl_recv(char* out, std::size_t n) noexcept {
-    std::size_t got = 0;
-    ERR_clear_error();
-    while (got < n) {
-        const int r =
-            SSL_read(ssl_, out + got, static_cast<int>(std::min<std::size_t>(n - got, 1U << 30)));
-        if (r > 0) {
-            got += static_cast<std::size_t>(r);
-            continue;
-        }
-        const int e = SSL_get_error(ssl_, r);
-        ERR_clear_error();
-        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-            if (got != 0) break;
-            errno = EAGAIN;
-            return -1;
-        }
-        // An end or an error: after the bytes before it, if any (the next call reports it,
-        // OpenSSL saying so again; end_waiting() tells the caller to make that call).
-        ssl_ended_ = got != 0;
-        if (e == SSL_ERROR_ZERO_RETURN) break; // close_notify
-        if (e == SSL_ERROR_SYSCALL) {
-            if (got != 0) break;
-            if (errno == 0) return 0; // the TCP end
-            return -1;
-        }
-        if (got != 0) break;
-        errno = EPROTO;
-        return -1;
-    }
-    return static_cast<ssize_t>(got);
-}
-
-ssize_t stream::ssl_send(const char* data, std::size_t n) noexcept {
-    std::size_t sent = 0;
-    ERR_clear_error();
-    while (sent < n) {
-        const int r = SSL_write(ssl_, data + sent,
-                                static_cast<int>(std::min<std::size_t>(n - sent, 1U << 30)));
-        if (r > 0) {
-            sent += static_cast<std::size_t>(r);
-            continue;
-        }
-        const int e = SSL_get_error(ssl_, r);
-        ERR_clear_error();
-        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
-            if (sent != 0) break;
-            errno = EAGAIN;
-            return -1;
-        }
-        if (sent != 0) break;
-        if (e != SSL_ERROR_SYSCALL || errno == 0) errno = EPIPE;
-        return -1;
-    }
-    return static_cast<ssize_t>(sent);
 }
 
 } // namespace tarry::tls

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "context.hpp"
-#include "handshake_failure.hpp"
+#include "handshake.hpp"
 #include "record_protection.hpp"
 
 #include <sys/types.h>
@@ -13,23 +13,7 @@
 #include <span>
 #include <string_view>
 
-typedef struct ssl_st SSL;
-
 namespace tarry::tls {
-
-/// What a step of the handshake needs next. plain_http: the bytes are not TLS, to be answered
-/// in plain HTTP (400), failure() saying whether they begin an HTTP request (plain_http) or not
-/// (not_tls).
-enum class step : std::uint8_t { done, want_read, want_write, failed, plain_http };
-
-/// The cipher suites a connection can be counted under (metrics): TLS 1.3's three, the
-/// intermediate profile's six TLS 1.2 ones, and anything else.
-inline constexpr std::array<std::string_view, 10> suite_names{
-    "TLS_AES_128_GCM_SHA256",       "TLS_AES_256_GCM_SHA384",
-    "TLS_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256",
-    "ECDHE-RSA-AES128-GCM-SHA256",  "ECDHE-ECDSA-AES256-GCM-SHA384",
-    "ECDHE-RSA-AES256-GCM-SHA384",  "ECDHE-ECDSA-CHACHA20-POLY1305",
-    "ECDHE-RSA-CHACHA20-POLY1305",  "other"};
 
 /// Records that carry nothing for the application (empty application data, warning alerts,
 /// KeyUpdates), taken in a row (no application data in between) before the connection is closed
@@ -82,16 +66,16 @@ public:
                             std::span<const std::uint8_t> server) noexcept;
     /// One step of the handshake on `fd`: call again on the edge it asks for.
     step handshake(int fd) noexcept;
-    [[nodiscard]] handshake_failure failure() const noexcept { return failure_; }
-    [[nodiscard]] bool resumed() const noexcept { return resumed_; }
+    [[nodiscard]] handshake_failure failure() const noexcept { return outcome_.failure; }
+    [[nodiscard]] bool resumed() const noexcept { return outcome_.resumed; }
     /// Index in suite_names of the negotiated suite (after the handshake).
-    [[nodiscard]] std::uint8_t suite() const noexcept { return suite_; }
+    [[nodiscard]] std::uint8_t suite() const noexcept { return outcome_.suite; }
     /// Whether ALPN chose h2 (after the handshake).
-    [[nodiscard]] bool h2() const noexcept { return h2_; }
+    [[nodiscard]] bool h2() const noexcept { return outcome_.h2; }
     /// The certificate SNI chose (context::index_of), after the handshake.
-    [[nodiscard]] std::uint8_t certificate() const noexcept { return certificate_; }
+    [[nodiscard]] std::uint8_t certificate() const noexcept { return outcome_.certificate; }
     /// Whether the records are tarry's own (TLS 1.3), not an OpenSSL object's.
-    [[nodiscard]] bool own_records() const noexcept { return ssl_ == nullptr; }
+    [[nodiscard]] bool own_records() const noexcept { return !hs_; }
     /// The limit on records without data this connection went past (its recv() failed, EPROTO).
     [[nodiscard]] noop_limit limit_reached() const noexcept;
 
@@ -124,11 +108,6 @@ public:
     /// KeyUpdates received and sent over this thread's life (metrics).
     static std::uint64_t key_updates() noexcept;
 
-    /// For SSL_CTX_set_keylog_callback: takes the traffic secrets of a handshake in progress.
-    static void on_secret(const SSL* ssl, const char* line) noexcept;
-    /// For SSL_set_msg_callback: counts the records OpenSSL seals under the application secret.
-    static void on_record(int write_p, int version, int content_type, const void* buf,
-                          std::size_t len, SSL* ssl, void* arg) noexcept;
     /// OpenSSL's reads (the handshake; a TLS 1.2 connection's records): served from the
     /// record buffer, filled by one recv of as much as the socket has (see read_for_openssl).
     int read_for_openssl(char* out, int len) noexcept;
@@ -140,14 +119,6 @@ public:
     struct buffers;
 
 private:
-    struct capture;
-    /// OpenSSL's server object on fd_, reading and writing through our BIO.
-    bool make_ssl() noexcept;
-    /// OpenSSL's handshake state is gone (done, failed or cut short): counted for burst_over().
-    void handshake_ended() noexcept;
-    bool adopt_records() noexcept;
-    ssize_t ssl_recv(char* buf, std::size_t n) noexcept;
-    ssize_t ssl_send(const char* buf, std::size_t n) noexcept;
     /// Handles one opened record other than application data: 1 taken, 0 a protocol error
     /// (its alert queued), -1 a fatal alert from the peer.
     int take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept;
@@ -173,25 +144,18 @@ private:
     /// (`closed_errno`) or memory is out (ENOMEM).
     buffers* buffers_for(bool closed, int closed_errno) noexcept;
 
-    SSL* ssl_ = nullptr;
-    int fd_ = -1;                 ///< the socket OpenSSL's reads come from (read_for_openssl)
-    int fail_errno_ = 0;          ///< what recv reports once broken_ (EPROTO, ECONNRESET)
-    std::unique_ptr<capture> hs_; ///< only during the handshake (and with ssl_ after it)
+    int fd_ = -1;        ///< the socket OpenSSL's reads come from (read_for_openssl)
+    int fail_errno_ = 0; ///< what recv reports once broken_ (EPROTO, ECONNRESET)
+    /// OpenSSL's handshake, and after a TLS 1.2 one its records.
+    std::unique_ptr<tls::handshake> hs_;
     std::unique_ptr<buffers> buf_;
     record_protection read_;
     record_protection write_;
-    handshake_failure failure_ = handshake_failure::other;
-    std::uint8_t suite_ = suite_names.size() - 1;
-    std::uint8_t certificate_ = 0; ///< context::index_of the one SNI chose
-    bool started_ = false;
-    bool resumed_ = false;
+    handshake_outcome outcome_;
     bool peer_closed_ = false; ///< close_notify (or the TCP end) came in
     bool broken_ = false;      ///< a fatal alert went out: nothing more is read or sent
     bool sent_close_ = false;  ///< our close_notify went out: nothing more is sent (we still read)
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
-    bool ssl_ended_ = false;   ///< OpenSSL's read ended behind bytes returned (ssl_recv)
-    bool h2_ = false;          ///< ALPN chose h2
-    bool counted_ = false;     ///< a handshake in progress, counted for burst_over()
     /// Records without application data since the last that carried some (the limits above),
     /// and the bytes of a KeyUpdate split over records seen so far.
     struct quiet_run {
