@@ -60,17 +60,6 @@ std::vector<std::unique_ptr<stream::buffers>>& kept_list() {
     return list;
 }
 
-enum alert_description : std::uint8_t {
-    close_notify_alert = 0,
-    unexpected_message = 10,
-    bad_record_mac = 20,
-    record_overflow = 22,
-    decode_error = 50,
-    illegal_parameter = 47,
-    internal_error = 80,
-    user_canceled = 90,
-};
-
 constexpr std::uint8_t key_update_type = 24;
 
 /// OpenSSL's reads and writes during the handshake (and a TLS 1.2 connection's records).
@@ -155,7 +144,7 @@ stream::~stream() {
 }
 
 std::uint64_t stream::key_updates() noexcept {
-    return key_updates_seen;
+    return key_updates_seen + record_reader::key_updates();
 }
 
 void stream::release_kept() noexcept {
@@ -242,7 +231,7 @@ step stream::handshake(int fd) noexcept {
     // Finished, so the client's first application record is number 0, and any of it already
     // read waits in our record buffer (read_for_openssl), where recv() opens it.
     hs_.reset();
-    if (!read_.init(t.algorithm, {t.client, t.client_len}, 0) ||
+    if (!reader_.init(t.algorithm, {t.client, t.client_len}, 0) ||
         !write_.init(t.algorithm, {t.server, t.server_len}, t.server_sealed)) {
         outcome_.failure = handshake_failure::other;
         return step::failed;
@@ -252,7 +241,7 @@ step stream::handshake(int fd) noexcept {
 
 bool stream::start_with_secrets(aead a, std::span<const std::uint8_t> client,
                                 std::span<const std::uint8_t> server) noexcept {
-    return !hs_ && read_.init(a, client) && write_.init(a, server);
+    return !hs_ && reader_.init(a, client) && write_.init(a, server);
 }
 
 stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {
@@ -288,47 +277,27 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
             got += k;
             if (got == n) return static_cast<ssize_t>(got);
         }
-        const std::size_t have = b.in_len - b.rec_off;
-        if (have >= record_header_bytes && !peer_closed_) {
-            std::uint8_t* rec = b.in + b.rec_off;
-            const std::size_t len = std::size_t{rec[3]} << 8 | rec[4];
-            if (rec[0] != application_data) {
-                // change_cipher_spec, or anything unprotected, after the handshake
-                fail_with(unexpected_message);
+        if (!peer_closed_) {
+            const record_event e = reader_.read(b.in + b.rec_off, b.in_len - b.rec_off);
+            if (e.what == record_event::data) {
+                b.plain_off = b.rec_off + e.offset;
+                b.plain_len = e.length;
+            }
+            b.rec_off += e.used;
+            if (e.what == record_event::error) {
+                fail_with(e.alert);
                 break;
             }
-            if (len > max_ciphertext) {
-                fail_with(record_overflow);
-                break;
-            }
-            if (have >= record_header_bytes + len) {
-                const auto opened = read_.open(rec, record_header_bytes + len);
-                if (!opened) {
-                    fail_with(bad_record_mac);
+            if (e.what == record_event::peer_alert) return fail_recv(ECONNRESET, got);
+            if (e.what == record_event::close_notify) peer_closed_ = true;
+            if (e.what == record_event::key_update) {
+                if (e.requested && !answer_key_update()) {
+                    fail_with(internal_error);
                     break;
                 }
-                b.rec_off += record_header_bytes + len;
-                if (opened->length > max_plaintext) {
-                    fail_with(record_overflow);
-                    break;
-                }
-                std::uint8_t* body = rec + record_header_bytes;
-                if (opened->type == application_data) {
-                    if (opened->length == 0 || run_ != quiet_run{}) [[unlikely]] {
-                        if (!take_quiet_data(opened->length)) break;
-                        if (opened->length == 0) continue;
-                    }
-                    b.plain_off = static_cast<std::size_t>(body - b.in);
-                    b.plain_len = opened->length;
-                    continue;
-                }
-                const int taken = take_record(opened->type, body, opened->length);
-                if (taken < 0) return fail_recv(ECONNRESET, got); // the client's fatal alert
-                if (taken == 0) break;
-                if (b.out_off != b.out_len)
-                    flush(fd); // our KeyUpdate in answer, if the socket takes it now
-                continue;
+                if (b.out_off != b.out_len) flush(fd); // our KeyUpdate, if the socket takes it
             }
+            if (e.what != record_event::need_more) continue;
         }
         if (peer_closed_) return static_cast<ssize_t>(got);
         if (drained) {
@@ -378,107 +347,14 @@ ssize_t stream::fail_recv(int err, std::size_t got) noexcept {
     return -1;
 }
 
-bool stream::take_quiet_data(std::size_t len) noexcept {
-    if (run_.key_update_part != 0) {
-        // RFC 8446, 5.1: nothing comes between the fragments of a handshake message.
-        fail_with(unexpected_message);
-        return false;
-    }
-    if (len != 0) {
-        run_ = {}; // data: the run of records without it is over
-        return true;
-    }
-    if (++run_.empty_records > max_empty_records) {
-        fail_with(unexpected_message);
-        return false;
-    }
-    return true;
-}
-
-int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
-    if ((len == 0 && type != application_data) ||
-        (run_.key_update_part != 0 && type != handshake_record)) {
-        // RFC 8446, 5.4: only data records may be empty; 5.1: nothing comes between the
-        // fragments of a handshake message.
-        fail_with(unexpected_message);
-        return 0;
-    }
-    if (type == alert) {
-        if (len != 2) {
-            fail_with(decode_error);
-            return 0;
-        }
-        if (body[1] == close_notify_alert) {
-            peer_closed_ = true;
-            return 1;
-        }
-        if (body[1] != user_canceled) return -1; // every other alert is fatal in TLS 1.3
-        // A close_notify follows; a run of them is a peer keeping us busy.
-        if (++run_.warning_alerts > max_warning_alerts) {
-            fail_with(unexpected_message);
-            return 0;
-        }
-        return 1;
-    }
-    if (type != handshake_record) {
-        fail_with(unexpected_message);
-        return 0;
-    }
-    return take_handshake(body, len) ? 1 : 0;
-}
-
-bool stream::take_handshake(const std::uint8_t* body, std::size_t len) noexcept {
-    // Handshake messages after the handshake: only KeyUpdate is ours to take (a server never
-    // asks for the others). Its five bytes may come split over records (RFC 8446, 5.1); all
-    // but the last are fixed, so how many came is all there is to keep between records. A
-    // KeyUpdate ends its record: the next one uses the new key.
-    static constexpr std::uint8_t head[4] = {key_update_type, 0, 0, 1}; // a 1-byte body
-    for (std::size_t i = 0; i < len; ++i) {
-        const std::uint8_t c = body[i];
-        if (run_.key_update_part < sizeof head) {
-            if (c != head[run_.key_update_part]) {
-                // Another message (unexpected), or a KeyUpdate whose length is not 1.
-                fail_with(run_.key_update_part == 0 ? unexpected_message : decode_error);
-                return false;
-            }
-            ++run_.key_update_part;
-            continue;
-        }
-        run_.key_update_part = 0;
-        if (i + 1 != len) {
-            fail_with(unexpected_message); // a key change ends its record
-            return false;
-        }
-        if (c > 1) {
-            fail_with(illegal_parameter);
-            return false;
-        }
-        if (++run_.key_updates > max_key_updates) {
-            fail_with(unexpected_message);
-            return false;
-        }
-        if (!read_.update()) {
-            fail_with(internal_error);
-            return false;
-        }
-        ++key_updates_seen;
-        // Ours goes out before any more application data, sealed under the old key; several
-        // requests while one of ours still waits are answered by that one (RFC 8446, 4.6.3).
-        if (c == 1 && !(buf_ && buf_->key_update_waiting)) {
-            if (!queue_key_update()) {
-                fail_with(internal_error);
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
 noop_limit stream::limit_reached() const noexcept {
-    if (run_.empty_records > max_empty_records) return noop_limit::empty_records;
-    if (run_.warning_alerts > max_warning_alerts) return noop_limit::warning_alerts;
-    if (run_.key_updates > max_key_updates) return noop_limit::key_updates;
-    return noop_limit::none;
+    return reader_.limit_reached();
+}
+
+bool stream::answer_key_update() noexcept {
+    // Ours goes out before any more application data, sealed under the old key; several
+    // requests while one of ours still waits are answered by that one (RFC 8446, 4.6.3).
+    return (buf_ && buf_->key_update_waiting) || queue_key_update();
 }
 
 // --- Records out -------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include "context.hpp"
 #include "handshake.hpp"
 #include "record_protection.hpp"
+#include "record_reader.hpp"
 
 #include <sys/types.h>
 
@@ -14,22 +15,6 @@
 #include <string_view>
 
 namespace tarry::tls {
-
-/// Records that carry nothing for the application (empty application data, warning alerts,
-/// KeyUpdates), taken in a row (no application data in between) before the connection is closed
-/// with unexpected_message: each costs an AEAD open (a KeyUpdate three key derivations, and an
-/// answer when requested), and a peer pouring them in would hold the worker in one recv().
-/// OpenSSL's limits for the first two (MAX_EMPTY_RECORDS; its 5th warning alert is fatal);
-/// fewer KeyUpdates, the dearest (a client rotates its keys as it writes: one between data
-/// records, rarely two).
-inline constexpr unsigned max_empty_records = 32;
-inline constexpr unsigned max_warning_alerts = 4;
-inline constexpr unsigned max_key_updates = 4;
-
-/// Which of those limits a connection reached (metrics).
-enum class noop_limit : std::uint8_t { empty_records, warning_alerts, key_updates, none };
-inline constexpr std::array<std::string_view, 3> noop_limit_names{"empty_data", "warning_alert",
-                                                                  "key_update"};
 
 /// One client's TLS, driven on its non-blocking socket by the connection's own readiness
 /// edges, with the socket calls' contract: recv() and send() return bytes, 0 at the end, or -1
@@ -119,14 +104,8 @@ public:
     struct buffers;
 
 private:
-    /// Handles one opened record other than application data: 1 taken, 0 a protocol error
-    /// (its alert queued), -1 a fatal alert from the peer.
-    int take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept;
-    /// The bytes of handshake messages in a record (KeyUpdate only): true when taken.
-    bool take_handshake(const std::uint8_t* body, std::size_t len) noexcept;
-    /// An application data record that is empty, or ends a run of records without data: true
-    /// when taken, false when it is a protocol error (its alert queued).
-    bool take_quiet_data(std::size_t len) noexcept;
+    /// Our KeyUpdate in answer to the peer's request, unless one of ours waits already.
+    bool answer_key_update() noexcept;
     /// Seals a control record (alert, KeyUpdate) into the output, ahead of nothing unsent.
     bool queue(std::uint8_t type, const std::uint8_t* body, std::size_t len,
                bool key_update = false) noexcept;
@@ -149,23 +128,13 @@ private:
     /// OpenSSL's handshake, and after a TLS 1.2 one its records.
     std::unique_ptr<tls::handshake> hs_;
     std::unique_ptr<buffers> buf_;
-    record_protection read_;
+    record_reader reader_;
     record_protection write_;
     handshake_outcome outcome_;
     bool peer_closed_ = false; ///< close_notify (or the TCP end) came in
     bool broken_ = false;      ///< a fatal alert went out: nothing more is read or sent
     bool sent_close_ = false;  ///< our close_notify went out: nothing more is sent (we still read)
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
-    /// Records without application data since the last that carried some (the limits above),
-    /// and the bytes of a KeyUpdate split over records seen so far.
-    struct quiet_run {
-        std::uint8_t empty_records = 0;
-        std::uint8_t warning_alerts = 0;
-        std::uint8_t key_updates = 0;
-        std::uint8_t key_update_part = 0; ///< of its 5 bytes (4 fixed, then request_update)
-        bool operator==(const quiet_run&) const = default;
-    };
-    quiet_run run_;
 };
 
 } // namespace tarry::tls
