@@ -218,8 +218,8 @@ bool handshake::take_secrets(traffic_secrets& out) noexcept {
     const traffic_secrets& c = hs_->secrets;
     std::optional<aead> a;
     if (SSL_version(ssl_) == TLS1_3_VERSION)
-        a = aead_of_suite(static_cast<std::uint16_t>(
-            SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(ssl_))));
+        a = aead_of_suite(
+            static_cast<std::uint16_t>(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(ssl_))));
     if (!a || c.client_len == 0 || c.server_len == 0) {
         // TLS 1.2: OpenSSL's object goes on alone; the context's callbacks are done.
         SSL_set_msg_callback_arg(ssl_, nullptr);

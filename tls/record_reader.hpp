@@ -88,8 +88,7 @@ public:
 
 private:
     /// One opened record other than application data.
-    record_event take_record(std::uint8_t type, const std::uint8_t* body,
-                             std::size_t len) noexcept;
+    record_event take_record(std::uint8_t type, const std::uint8_t* body, std::size_t len) noexcept;
     /// The bytes of handshake messages in a record (KeyUpdate only).
     record_event take_handshake(const std::uint8_t* body, std::size_t len) noexcept;
     /// An application data record that is empty, or ends a run of records without data.

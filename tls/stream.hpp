@@ -4,6 +4,7 @@
 #include "handshake.hpp"
 #include "record_protection.hpp"
 #include "record_reader.hpp"
+#include "record_writer.hpp"
 
 #include <sys/types.h>
 
@@ -13,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <variant>
 
 namespace tarry::tls {
 
@@ -20,15 +22,19 @@ namespace tarry::tls {
 /// edges, with the socket calls' contract: recv() and send() return bytes, 0 at the end, or -1
 /// with errno (EAGAIN: wait for the next edge).
 ///
-/// The handshake is OpenSSL's. After a TLS 1.3 one, the traffic secrets are taken (through
-/// the key log callback, as they are derived) with the number of records OpenSSL sealed under
-/// them (its session tickets), and the SSL object is freed: the records are then sealed and
-/// opened here (record_protection), so an idle connection keeps two secrets, two keys and two
-/// sequence numbers, not OpenSSL's kilobytes. Everything TLS 1.3 allows after the handshake is
-/// handled: KeyUpdate both ways, alerts, close_notify, records up to the size limit; the rest
+/// The stream alone touches the socket; what it holds is in one of two modes. The handshake is
+/// OpenSSL's (tls/handshake), reading and writing through the stream's record buffer. After a
+/// TLS 1.3 one, the traffic secrets are taken and OpenSSL's object is freed: the records are
+/// then tarry's own, opened by a record_reader and sealed by a record_writer, neither of which
+/// makes a system call, so an idle connection keeps two secrets, two keys and two sequence
+/// numbers, not OpenSSL's kilobytes. Everything TLS 1.3 allows after the handshake is handled:
+/// KeyUpdate both ways, alerts, close_notify, records up to the size limit; the rest
 /// (post-handshake messages a server never asks for, change_cipher_spec, runs of records that
-/// carry nothing past the limits above) is answered with unexpected_message and a close. A TLS 1.2
+/// carry nothing past the reader's limits) is answered with its alert and a close. A TLS 1.2
 /// connection keeps its OpenSSL object, buffers released while idle (SSL_MODE_RELEASE_BUFFERS).
+///
+///     socket --recv--> buffers.in --record_reader--> plaintext, events --> the caller
+///     socket <--send-- buffers.out <--record_writer-- plaintext, alerts, KeyUpdates
 ///
 /// Buffers for records in and out are taken from a per-thread free list while bytes move and
 /// given back by release() when nothing is pending.
@@ -60,7 +66,9 @@ public:
     /// The certificate SNI chose (context::index_of), after the handshake.
     [[nodiscard]] std::uint8_t certificate() const noexcept { return outcome_.certificate; }
     /// Whether the records are tarry's own (TLS 1.3), not an OpenSSL object's.
-    [[nodiscard]] bool own_records() const noexcept { return !hs_; }
+    [[nodiscard]] bool own_records() const noexcept {
+        return std::holds_alternative<records>(mode_);
+    }
     /// The limit on records without data this connection went past (its recv() failed, EPROTO).
     [[nodiscard]] noop_limit limit_reached() const noexcept;
 
@@ -104,16 +112,18 @@ public:
     struct buffers;
 
 private:
-    /// Our KeyUpdate in answer to the peer's request, unless one of ours waits already.
-    bool answer_key_update() noexcept;
-    /// Seals a control record (alert, KeyUpdate) into the output, ahead of nothing unsent.
-    bool queue(std::uint8_t type, const std::uint8_t* body, std::size_t len,
-               bool key_update = false) noexcept;
-    /// Our KeyUpdate (update_not_requested) queued, then our write key updated.
-    bool queue_key_update() noexcept;
+    /// tarry's own records (TLS 1.3): all an idle connection keeps of TLS.
+    struct records {
+        record_reader reader;
+        record_writer writer;
+    };
+    /// The records of OpenSSL's object (TLS 1.2), without a stream's mode (not started).
+    ssize_t openssl_recv(char* buf, std::size_t n) noexcept;
+    ssize_t openssl_send(const char* buf, std::size_t n) noexcept;
     /// Ends reading on an error: `got` bytes read before it are returned first.
-    ssize_t fail_recv(int err, std::size_t got) noexcept;
-    void fail_with(std::uint8_t alert) noexcept;
+    ssize_t fail_recv(bool by_peer, std::size_t got) noexcept;
+    /// Our fatal alert, sent if the socket takes it now.
+    void fail_with(records& r, std::uint8_t alert, int fd) noexcept;
     /// Sends what is sealed; the caller's bytes whose records all went out are counted in the
     /// buffers' `sent`, for send() to report. False when the socket took less (errno set).
     /// `flags` go to send(2) (MSG_MORE when a FIN follows at once, to travel with it).
@@ -123,16 +133,15 @@ private:
     /// (`closed_errno`) or memory is out (ENOMEM).
     buffers* buffers_for(bool closed, int closed_errno) noexcept;
 
-    int fd_ = -1;        ///< the socket OpenSSL's reads come from (read_for_openssl)
-    int fail_errno_ = 0; ///< what recv reports once broken_ (EPROTO, ECONNRESET)
-    /// OpenSSL's handshake, and after a TLS 1.2 one its records.
-    std::unique_ptr<tls::handshake> hs_;
+    /// Before start(): nothing; the handshake (and after a TLS 1.2 one, its records); or
+    /// tarry's own records after a TLS 1.3 one.
+    std::variant<std::monostate, tls::handshake, records> mode_;
     std::unique_ptr<buffers> buf_;
-    record_reader reader_;
-    record_protection write_;
+    int fd_ = -1; ///< the socket OpenSSL's reads come from (read_for_openssl)
     handshake_outcome outcome_;
     bool peer_closed_ = false; ///< close_notify (or the TCP end) came in
-    bool broken_ = false;      ///< a fatal alert went out: nothing more is read or sent
+    bool broken_ = false;      ///< a fatal alert went out or came in: nothing more is read or sent
+    bool peer_broke_ = false;  ///< it came in (recv reports ECONNRESET, not EPROTO)
     bool sent_close_ = false;  ///< our close_notify went out: nothing more is sent (we still read)
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
 };
