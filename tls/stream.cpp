@@ -3,10 +3,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <string_view>
 #include <utility>
 #include <vector>
 
