@@ -11,7 +11,7 @@ record_event fail(std::uint8_t description, std::size_t used = 0) noexcept {
     record_event e;
     e.what = record_event::error;
     e.alert = description;
-    e.used = used;
+    e.used = static_cast<std::uint16_t>(used);
     return e;
 }
 
@@ -43,17 +43,17 @@ record_event record_reader::read(std::uint8_t* in, std::size_t n) noexcept {
         if (opened->length == 0 || run_ != quiet_run{}) [[unlikely]] {
             e = take_quiet_data(opened->length);
             if (e.what == record_event::error || opened->length == 0) {
-                e.used = used;
+                e.used = static_cast<std::uint16_t>(used);
                 return e;
             }
         }
         e.what = record_event::data;
         e.offset = record_header_bytes;
-        e.length = opened->length;
+        e.length = static_cast<std::uint16_t>(opened->length);
     } else {
         e = take_record(opened->type, in + record_header_bytes, opened->length);
     }
-    e.used = used;
+    e.used = static_cast<std::uint16_t>(used);
     return e;
 }
 

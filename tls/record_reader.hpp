@@ -54,10 +54,12 @@ struct record_event {
     kind what = need_more;
     std::uint8_t alert = 0;
     bool requested = false;
-    std::size_t used = 0; ///< input bytes this record took (taken off the front by the caller)
-    std::size_t offset = 0;
-    std::size_t length = 0;
+    std::uint16_t used = 0; ///< input bytes this record took (taken off the front by the caller)
+    std::uint16_t offset = 0;
+    std::uint16_t length = 0;
 };
+// Returned in registers, on the path of every record: a record's size fits in 16 bits.
+static_assert(record_header_bytes + max_ciphertext <= UINT16_MAX && sizeof(record_event) <= 16);
 
 /// The receiving half of tarry's TLS 1.3 records after the handshake, without I/O (as picotls's
 /// ptls_receive): the caller hands it the ciphertext it has, and it opens the record at the

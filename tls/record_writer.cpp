@@ -37,10 +37,6 @@ void record_output::consumed(std::size_t n) noexcept {
     if (off == len) off = len = 0; // (every record is out: no bound is left)
 }
 
-std::size_t record_output::take_sent() noexcept {
-    return std::exchange(sent, 0);
-}
-
 bool record_output::append(const std::uint8_t* data, std::size_t n) noexcept {
     if (capacity - len < n || bounds_n + control_room >= std::size(bounds)) return false;
     std::memcpy(bytes + len, data, n);

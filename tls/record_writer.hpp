@@ -39,7 +39,11 @@ struct record_output {
     /// are counted in `sent`.
     void consumed(std::size_t n) noexcept;
     /// The caller's bytes on the wire not yet reported, reported now.
-    std::size_t take_sent() noexcept;
+    std::size_t take_sent() noexcept {
+        const std::size_t n = sent;
+        sent = 0;
+        return n;
+    }
     /// Bytes that are not our records (OpenSSL's session tickets), to go out in their place in
     /// the queue; false when there is no room.
     bool append(const std::uint8_t* data, std::size_t n) noexcept;

@@ -235,6 +235,8 @@ stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {
         errno = closed_errno;
         return nullptr;
     }
+    if (buf_) [[likely]]
+        return buf_.get();
     try {
         return &buf();
     } catch (...) {
@@ -266,7 +268,7 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
             got += k;
             if (got == n) return static_cast<ssize_t>(got);
         }
-        if (!peer_closed_) {
+        if (!peer_closed_ && b.in_len - b.rec_off >= record_header_bytes) {
             const record_event e = r.reader.read(b.in + b.rec_off, b.in_len - b.rec_off);
             if (e.what == record_event::data) [[likely]] {
                 b.plain_off = b.rec_off + e.offset;
