@@ -1,6 +1,6 @@
 #include "context.hpp"
 
-#include "stream.hpp"
+#include "handshake.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -265,7 +265,7 @@ SSL_CTX* context::load(const certificate_files& files) {
     SSL_CTX_set_alpn_select_cb(ctx, http2_ ? select_alpn_h2 : select_alpn, nullptr);
     SSL_CTX_set_tlsext_servername_callback(ctx, select_certificate);
     SSL_CTX_set_tlsext_servername_arg(ctx, this);
-    SSL_CTX_set_keylog_callback(ctx, stream::on_secret);
+    SSL_CTX_set_keylog_callback(ctx, handshake::on_secret);
     return ctx;
 }
 
@@ -291,13 +291,9 @@ std::uint8_t context::index_of(const SSL_CTX* ctx) const noexcept {
     return at == ctxs_.end() ? 0 : static_cast<std::uint8_t>(at - ctxs_.begin());
 }
 
-SSL* context::new_ssl(int fd) const noexcept {
+SSL* context::new_ssl() const noexcept {
     SSL* ssl = SSL_new(ctxs_.front());
     if (ssl == nullptr) return nullptr;
-    if (SSL_set_fd(ssl, fd) != 1) {
-        SSL_free(ssl);
-        return nullptr;
-    }
     SSL_set_accept_state(ssl);
     return ssl;
 }

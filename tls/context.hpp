@@ -61,8 +61,9 @@ public:
     context& operator=(const context&) = delete;
     ~context();
 
-    /// A server-side SSL on `fd`, in accept state; null when OpenSSL is out of memory.
-    [[nodiscard]] SSL* new_ssl(int fd) const noexcept;
+    /// A server-side SSL in accept state, without a BIO (the handshake gives it one); null when
+    /// OpenSSL is out of memory.
+    [[nodiscard]] SSL* new_ssl() const noexcept;
     /// Warnings found while loading (a certificate past its expiry), one line each.
     [[nodiscard]] const std::vector<std::string>& warnings() const noexcept { return warnings_; }
     [[nodiscard]] ticket_keys& keys() const noexcept { return *keys_; }

@@ -1,85 +1,44 @@
 #include "stream.hpp"
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace tarry::tls {
 
-/// The traffic secrets of a handshake in progress, as the key log callback hands them over,
-/// and the records OpenSSL seals under the server's (its session tickets).
-struct stream::capture {
-    std::shared_ptr<const context> ctx;
-    std::uint8_t client[48];
-    std::uint8_t server[48];
-    std::uint8_t client_len = 0;
-    std::uint8_t server_len = 0;
-    bool server_app = false;         ///< the server's application secret is in use for writing
-    bool client_finished = false;    ///< a TLS 1.3 client's Finished came: what OpenSSL writes
-                                     ///< now is session tickets (write_for_openssl holds them)
-    std::uint64_t server_sealed = 0; ///< records OpenSSL wrote under it
-};
-
 /// Records in and out, while bytes move. Ciphertext read from the socket sits in `in` from
 /// rec_off to in_len; a record is opened in place, and its plaintext handed out from plain_off.
-/// Sealed records wait in `out` from out_off to out_len, each remembered with the plaintext it
-/// carries, so that send() reports bytes only once their record is on the wire.
+/// Sealed records wait in `out` (record_output).
 struct stream::buffers {
     static constexpr std::size_t in_cap = record_header_bytes + max_ciphertext + 4096;
-    static constexpr std::size_t out_records = 2;
-    static constexpr std::size_t out_cap = out_records * (max_plaintext + record_overhead) + 256;
-    struct bound {
-        std::size_t end;   ///< the record's last byte + 1, in out
-        std::size_t plain; ///< the caller's bytes it carries (0: an alert, a KeyUpdate)
-        bool key_update;   ///< our KeyUpdate
-    };
     std::size_t in_len = 0;
     std::size_t rec_off = 0;
     std::size_t plain_off = 0;
     std::size_t plain_len = 0;
-    std::size_t out_off = 0;
-    std::size_t out_len = 0;
-    std::size_t ahead = 0; ///< the caller's bytes sealed, not yet on the wire
-    std::size_t sent = 0;  ///< the caller's bytes on the wire, not yet reported (a flush by recv)
-    std::size_t bounds_n = 0;
-    bool key_update_waiting = false; ///< a KeyUpdate of ours is sealed, not yet on the wire
-    bound bounds[out_records + 14];
+    record_output out;
     std::uint8_t in[in_cap];
-    std::uint8_t out[out_cap];
 
     [[nodiscard]] bool idle() const noexcept {
-        return rec_off == in_len && plain_len == 0 && out_off == out_len && sent == 0;
+        return rec_off == in_len && plain_len == 0 && out.empty() && out.sent == 0;
     }
 };
+
+// What a connection keeps of TLS while idle: the mode (the two record keys, or the handshake's
+// pointers) and a few bytes; the buffers are given back. It must not grow past this.
+static_assert(sizeof(stream) <= 256);
 
 namespace {
 
 thread_local std::vector<std::unique_ptr<stream::buffers>>* kept = nullptr;
-thread_local std::uint64_t key_updates_seen = 0;
 /// Record buffers kept for reuse. A connection holds its buffers only while bytes move or wait
 /// in them (a partial record, records the socket did not take), not while it waits for the
 /// client, whatever its phase: a few serve a busy thread; more would pin the pages a burst
 /// touched.
 constexpr std::size_t kept_max = 16;
-
-/// This thread's handshakes with OpenSSL's object alive (kilobytes each, freed at their end),
-/// and the most at once since the last burst_over().
-struct handshake_burst {
-    std::uint32_t open = 0;
-    std::uint32_t peak = 0;
-};
-thread_local handshake_burst burst;
-/// Concurrent handshakes worth giving memory back after: 64 leave about 2 MB of freed heap.
-constexpr std::uint32_t burst_min_peak = 64;
 
 std::vector<std::unique_ptr<stream::buffers>>& kept_list() {
     thread_local std::vector<std::unique_ptr<stream::buffers>> list;
@@ -87,99 +46,26 @@ std::vector<std::unique_ptr<stream::buffers>>& kept_list() {
     return list;
 }
 
-enum alert_description : std::uint8_t {
-    close_notify_alert = 0,
-    unexpected_message = 10,
-    bad_record_mac = 20,
-    record_overflow = 22,
-    decode_error = 50,
-    illegal_parameter = 47,
-    internal_error = 80,
-    user_canceled = 90,
-};
-
-constexpr std::uint8_t key_update_type = 24;
-
-int hex(char c) noexcept {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/// The secret of a key log line ("LABEL CLIENT_RANDOM SECRET", hex) into `out`; its length.
-std::uint8_t parse_secret(std::string_view line, std::uint8_t* out) noexcept {
-    const auto sp = line.rfind(' ');
-    if (sp == std::string_view::npos) return 0;
-    const std::string_view h = line.substr(sp + 1);
-    if (h.size() % 2 != 0 || h.size() > 96) return 0;
-    for (std::size_t i = 0; i < h.size(); i += 2) {
-        const int hi = hex(h[i]);
-        const int lo = hex(h[i + 1]);
-        if (hi < 0 || lo < 0) return 0;
-        out[i / 2] = static_cast<std::uint8_t>(hi << 4 | lo);
-    }
-    return static_cast<std::uint8_t>(h.size() / 2);
-}
-
-std::uint8_t suite_index(const SSL* ssl) noexcept {
-    const char* name = SSL_CIPHER_get_name(SSL_get_current_cipher(ssl));
-    if (name == nullptr) return suite_names.size() - 1;
-    for (std::size_t i = 0; i + 1 < suite_names.size(); ++i)
-        if (suite_names[i] == name) return static_cast<std::uint8_t>(i);
-    return suite_names.size() - 1;
-}
-
-/// The BIO OpenSSL reads and writes through. Reads are served from the record buffer, filled
-/// by one recv of what the socket has (the socket's own BIO makes a read(2) for each record's
-/// 5-byte header and another for its body); writes go to the socket at once, but for a TLS 1.3
-/// handshake's session tickets (stream::read_for_openssl, stream::write_for_openssl).
-BIO_METHOD* socket_method() noexcept {
-    static BIO_METHOD* const method = [] {
-        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tarry socket");
-        if (m == nullptr) return m;
-        BIO_meth_set_read(m, [](BIO* b, char* out, int len) {
-            BIO_clear_retry_flags(b);
-            const int n = static_cast<stream*>(BIO_get_data(b))->read_for_openssl(out, len);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_read(b);
-            return n;
-        });
-        BIO_meth_set_write(m, [](BIO* b, const char* data, int len) {
-            BIO_clear_retry_flags(b);
-            const int n = static_cast<stream*>(BIO_get_data(b))->write_for_openssl(data, len);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(b);
-            return n;
-        });
-        BIO_meth_set_ctrl(m, [](BIO*, int cmd, long, void*) -> long {
-            return cmd == BIO_CTRL_FLUSH || cmd == BIO_CTRL_DUP ? 1 : 0;
-        });
-        BIO_meth_set_create(m, [](BIO* b) {
-            BIO_set_init(b, 1);
-            return 1;
-        });
-        return m;
-    }();
-    return method;
-}
+/// OpenSSL's reads and writes during the handshake (and a TLS 1.2 connection's records).
+const transport openssl_io{[](void* owner, char* out, int len) noexcept {
+                               return static_cast<stream*>(owner)->read_for_openssl(out, len);
+                           },
+                           [](void* owner, const char* data, int len) noexcept {
+                               return static_cast<stream*>(owner)->write_for_openssl(data, len);
+                           }};
 
 } // namespace
 
 int stream::write_for_openssl(const char* data, int len) noexcept {
     if (len <= 0) return 0;
     const auto n = static_cast<std::size_t>(len);
-    if (hs_ && hs_->client_finished) {
+    if (const auto* h = std::get_if<tls::handshake>(&mode_); h != nullptr && h->writing_tickets()) {
         // The session tickets OpenSSL writes once a TLS 1.3 client's Finished is in: they wait
         // in the record buffer, ahead of our first record, and go out with the first response
         // (or when recv finds nothing to read): one send where OpenSSL makes one per ticket.
         buffers* bp = buffers_for(false, 0);
         if (bp == nullptr) return -1;
-        buffers& b = *bp;
-        if (buffers::out_cap - b.out_len >= n && b.bounds_n + 4 < std::size(b.bounds)) {
-            std::memcpy(b.out + b.out_len, data, n);
-            b.out_len += n;
-            b.bounds[b.bounds_n++] = {b.out_len, 0, false};
-            return len;
-        }
+        if (bp->out.append(reinterpret_cast<const std::uint8_t*>(data), n)) return len;
         if (!flush(fd_)) return -1; // no room (never for tickets): what waits goes first
     }
     ssize_t r;
@@ -213,90 +99,30 @@ int stream::read_for_openssl(char* out, int len) noexcept {
     return static_cast<int>(k);
 }
 
-void stream::on_secret(const SSL* ssl, const char* line) noexcept {
-    auto* self = static_cast<stream*>(SSL_get_app_data(ssl));
-    if (self == nullptr || !self->hs_) return;
-    capture& c = *self->hs_;
-    const std::string_view l(line);
-    if (l.starts_with("CLIENT_TRAFFIC_SECRET_0 ")) {
-        c.client_len = parse_secret(l, c.client);
-    } else if (l.starts_with("SERVER_TRAFFIC_SECRET_0 ")) {
-        c.server_len = parse_secret(l, c.server);
-        c.server_app = true; // from here OpenSSL seals under it: count its records
-    }
-}
-
-void stream::on_record(int write_p, int version, int content_type, const void* buf, std::size_t len,
-                       SSL*, void* arg) noexcept {
-    // Every record OpenSSL writes is reported by its header; those after the switch to the
-    // application secret (the session tickets) advance the sequence number we take over. The
-    // switch is checked here, record by record: the client's Finished may already be in the
-    // socket when the server's flight goes out, and then the tickets follow in the same call.
-    auto* c = static_cast<capture*>(arg);
-    if (write_p == 0 && content_type == SSL3_RT_HANDSHAKE && version == TLS1_3_VERSION &&
-        len != 0 && static_cast<const std::uint8_t*>(buf)[0] == SSL3_MT_FINISHED && c != nullptr &&
-        c->server_app)
-        c->client_finished = true; // the server's own Finished went out before the switch
-    if (write_p == 0 || content_type != SSL3_RT_HEADER) return;
-    if (c != nullptr && c->server_app) ++c->server_sealed;
-}
-
 stream::stream() noexcept = default;
 
 bool stream::start(std::shared_ptr<const context> ctx, int fd) noexcept {
     try {
-        hs_ = std::make_unique<capture>();
+        mode_.emplace<tls::handshake>(std::move(ctx), openssl_io, this);
     } catch (...) {
+        mode_.emplace<std::monostate>();
         return false;
     }
     fd_ = fd;
-    hs_->ctx = std::move(ctx);
     return true;
-}
-
-bool stream::make_ssl() noexcept {
-    ssl_ = hs_->ctx->new_ssl(fd_);
-    if (ssl_ == nullptr) return false;
-    BIO* bio = BIO_new(socket_method());
-    if (bio == nullptr) {
-        SSL_free(ssl_);
-        ssl_ = nullptr;
-        return false;
-    }
-    BIO_set_data(bio, this);
-    SSL_set_bio(ssl_, bio, bio); // replaces the socket's own BIO; one reference for both
-    SSL_set_app_data(ssl_, this);
-    SSL_set_msg_callback(ssl_, on_record);
-    SSL_set_msg_callback_arg(ssl_, hs_.get());
-    counted_ = true;
-    burst.peak = std::max(burst.peak, ++burst.open);
-    return true;
-}
-
-void stream::handshake_ended() noexcept {
-    if (!counted_) return;
-    counted_ = false;
-    --burst.open;
 }
 
 bool stream::burst_over() noexcept {
-    // Once a burst of handshakes is over, the heap it used is free but resident (glibc keeps
-    // it), under connections that may stay idle for minutes: worth one trim. The next needs
-    // another burst of as many at once.
-    if (burst.open != 0 || burst.peak < burst_min_peak) return false;
-    burst.peak = 0;
-    return true;
+    return tls::handshake::burst_over();
 }
 
 stream::~stream() {
-    handshake_ended(); // (a handshake that failed, or was cut short)
-    if (ssl_ != nullptr) SSL_free(ssl_);
     if (buf_) release();
     if (buf_) buf_.reset();
 }
 
 std::uint64_t stream::key_updates() noexcept {
-    return key_updates_seen;
+    return record_reader::key_updates() + record_writer::key_updates();
 }
 
 void stream::release_kept() noexcept {
@@ -312,8 +138,7 @@ stream::buffers& stream::buf() {
             list.pop_back();
             buffers& b = *buf_;
             b.in_len = b.rec_off = b.plain_off = b.plain_len = 0;
-            b.out_off = b.out_len = b.ahead = b.sent = b.bounds_n = 0;
-            b.key_update_waiting = false;
+            b.out.clear();
         } else {
             buf_.reset(new buffers); // the arrays uninitialized: only the counters are
         }
@@ -335,21 +160,28 @@ void stream::release() noexcept {
 }
 
 bool stream::end_waiting() const noexcept {
-    if (ssl_ != nullptr) return ssl_ended_;
+    if (const auto* h = std::get_if<tls::handshake>(&mode_)) return h->ended();
     return peer_closed_ || broken_;
 }
 
 bool stream::plaintext_waiting() const noexcept {
     // (With OpenSSL's object, records read from the socket but not yet opened count too.)
-    if (ssl_ != nullptr) return SSL_pending(ssl_) > 0 || (buf_ && buf_->rec_off != buf_->in_len);
+    if (const auto* h = std::get_if<tls::handshake>(&mode_))
+        return h->plaintext_waiting() || (buf_ && buf_->rec_off != buf_->in_len);
     return buf_ && buf_->plain_len != 0;
+}
+
+noop_limit stream::limit_reached() const noexcept {
+    const auto* r = std::get_if<records>(&mode_);
+    return r != nullptr ? r->reader.limit_reached() : noop_limit::none;
 }
 
 // --- The handshake ---------------------------------------------------------------------------
 
 step stream::handshake(int fd) noexcept {
-    if (!hs_) return step::failed;
-    if (!started_) {
+    auto* h = std::get_if<tls::handshake>(&mode_);
+    if (h == nullptr) return step::failed;
+    if (!h->begun()) {
         // A TLS client's first byte is a handshake record's type (22). Anything else is not
         // TLS: as nginx does, bytes are handed to HTTP (answered 400), but an SSLv2 hello's
         // (the high bit); letters are someone's HTTP request, told of its mistake.
@@ -358,83 +190,44 @@ step stream::handshake(int fd) noexcept {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return step::want_read;
         if (n <= 0) {
-            failure_ = handshake_failure::client_closed;
+            outcome_.failure = handshake_failure::client_closed;
             return step::failed;
         }
         if (first != handshake_record) {
-            failure_ = first >= 'A' && first <= 'Z' ? handshake_failure::plain_http
-                                                    : handshake_failure::not_tls;
+            outcome_.failure = first >= 'A' && first <= 'Z' ? handshake_failure::plain_http
+                                                            : handshake_failure::not_tls;
             return first < 0x80 ? step::plain_http : step::failed;
         }
         // OpenSSL's object (kilobytes) only now that a ClientHello is coming, as nginx does:
         // a connection that sends nothing costs the connection alone.
-        if (!make_ssl()) {
-            failure_ = handshake_failure::other;
+        if (!h->begin()) {
+            outcome_.failure = handshake_failure::other;
             return step::failed;
         }
-        started_ = true;
     }
-    ERR_clear_error();
-    const int r = SSL_do_handshake(ssl_);
-    if (r == 1) {
-        handshake_ended();
-        resumed_ = SSL_session_reused(ssl_) == 1;
-        suite_ = suite_index(ssl_);
-        certificate_ = hs_->ctx->index_of(SSL_get_SSL_CTX(ssl_));
-        const unsigned char* alpn = nullptr;
-        unsigned alpn_len = 0;
-        SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);
-        h2_ = alpn_len == 2 && std::memcmp(alpn, "h2", 2) == 0;
-        SSL_set_msg_callback(ssl_, nullptr);
-        if (!adopt_records()) {
-            // TLS 1.2: OpenSSL's object goes on alone; the context's callbacks are done.
-            SSL_set_msg_callback_arg(ssl_, nullptr);
-            hs_.reset();
-        }
-        return step::done;
-    }
-    switch (SSL_get_error(ssl_, r)) {
-    case SSL_ERROR_WANT_READ:
+    const step s = h->advance(outcome_);
+    if (s == step::want_read)
         release(); // what was read is OpenSSL's now: a silent client holds no buffer of ours
-        return step::want_read;
-    case SSL_ERROR_WANT_WRITE:
-        return step::want_write;
-    case SSL_ERROR_SSL:
-        failure_ = classify_failure();
-        break;
-    default: // SSL_ERROR_SYSCALL, SSL_ERROR_ZERO_RETURN: the client went away
-        failure_ = handshake_failure::client_closed;
-        break;
+    if (s != step::done) return s;
+    traffic_secrets t;
+    if (!h->take_secrets(t)) return step::done; // TLS 1.2: OpenSSL's object goes on
+    // OpenSSL reads record by record (no read-ahead): it has taken nothing past the client's
+    // Finished, so the client's first application record is number 0, and any of it already
+    // read waits in our record buffer (read_for_openssl), where recv() opens it.
+    records& r = mode_.emplace<records>();
+    if (!r.reader.init(t.algorithm, {t.client, t.client_len}, 0) ||
+        !r.writer.init(t.algorithm, {t.server, t.server_len}, t.server_sealed)) {
+        outcome_.failure = handshake_failure::other;
+        return step::failed;
     }
-    ERR_clear_error();
-    return step::failed;
+    return step::done;
 }
 
 bool stream::start_with_secrets(aead a, std::span<const std::uint8_t> client,
                                 std::span<const std::uint8_t> server) noexcept {
-    return ssl_ == nullptr && read_.init(a, client) && write_.init(a, server);
-}
-
-bool stream::adopt_records() noexcept {
-    capture& c = *hs_;
-    if (SSL_version(ssl_) != TLS1_3_VERSION) return false;
-    const auto a = aead_of_suite(
-        static_cast<std::uint16_t>(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(ssl_))));
-    if (!a || c.client_len == 0 || c.server_len == 0) return false;
-    // OpenSSL reads record by record (no read-ahead): it has taken nothing past the client's
-    // Finished, so the client's first application record is number 0, and any of it already
-    // read waits in our record buffer (read_for_openssl), where recv() opens it.
-    if (!read_.init(*a, {c.client, c.client_len}, 0) ||
-        !write_.init(*a, {c.server, c.server_len}, c.server_sealed))
-        return false;
-    // Nothing is sent: SSL_free would otherwise take the session for one not shut down cleanly.
-    SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-    SSL_free(ssl_);
-    ssl_ = nullptr;
-    OPENSSL_cleanse(c.client, sizeof c.client);
-    OPENSSL_cleanse(c.server, sizeof c.server);
-    hs_.reset();
-    return true;
+    if (!std::holds_alternative<std::monostate>(mode_)) return false;
+    records& r = mode_.emplace<records>();
+    return r.reader.init(a, client) && r.writer.init(a, server);
 }
 
 stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {
@@ -442,6 +235,8 @@ stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {
         errno = closed_errno;
         return nullptr;
     }
+    if (buf_) [[likely]]
+        return buf_.get();
     try {
         return &buf();
     } catch (...) {
@@ -453,8 +248,11 @@ stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {
 // --- Records in --------------------------------------------------------------------------------
 
 ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
-    if (ssl_ != nullptr) return ssl_recv(out, n);
-    buffers* bp = buffers_for(broken_, fail_errno_ != 0 ? fail_errno_ : EPROTO);
+    auto* rp = std::get_if<records>(&mode_);
+    if (rp == nullptr) [[unlikely]]
+        return openssl_recv(out, n);
+    records& r = *rp;
+    buffers* bp = buffers_for(broken_, peer_broke_ ? ECONNRESET : EPROTO);
     if (bp == nullptr) return -1;
     buffers& b = *bp;
     std::size_t got = 0;
@@ -470,45 +268,35 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
             got += k;
             if (got == n) return static_cast<ssize_t>(got);
         }
-        const std::size_t have = b.in_len - b.rec_off;
-        if (have >= record_header_bytes && !peer_closed_) {
-            std::uint8_t* rec = b.in + b.rec_off;
-            const std::size_t len = std::size_t{rec[3]} << 8 | rec[4];
-            if (rec[0] != application_data) {
-                // change_cipher_spec, or anything unprotected, after the handshake
-                fail_with(unexpected_message);
-                break;
+        if (!peer_closed_ && b.in_len - b.rec_off >= record_header_bytes) {
+            const record_event e = r.reader.read(b.in + b.rec_off, b.in_len - b.rec_off);
+            if (e.what == record_event::data) [[likely]] {
+                b.plain_off = b.rec_off + e.offset;
+                b.plain_len = e.length;
+                b.rec_off += e.used;
+                continue;
             }
-            if (len > max_ciphertext) {
-                fail_with(record_overflow);
+            b.rec_off += e.used;
+            switch (e.what) {
+            case record_event::need_more:
                 break;
-            }
-            if (have >= record_header_bytes + len) {
-                const auto opened = read_.open(rec, record_header_bytes + len);
-                if (!opened) {
-                    fail_with(bad_record_mac);
-                    break;
+            case record_event::error:
+                fail_with(r, e.alert, fd);
+                return fail_recv(false, got);
+            case record_event::peer_alert:
+                return fail_recv(true, got); // the client's fatal alert
+            case record_event::close_notify:
+                peer_closed_ = true;
+                continue;
+            case record_event::key_update:
+                if (e.requested && !r.writer.answer_key_update(b.out)) {
+                    fail_with(r, internal_error, fd);
+                    return fail_recv(false, got);
                 }
-                b.rec_off += record_header_bytes + len;
-                if (opened->length > max_plaintext) {
-                    fail_with(record_overflow);
-                    break;
-                }
-                std::uint8_t* body = rec + record_header_bytes;
-                if (opened->type == application_data) {
-                    if (opened->length == 0 || run_ != quiet_run{}) [[unlikely]] {
-                        if (!take_quiet_data(opened->length)) break;
-                        if (opened->length == 0) continue;
-                    }
-                    b.plain_off = static_cast<std::size_t>(body - b.in);
-                    b.plain_len = opened->length;
-                    continue;
-                }
-                const int taken = take_record(opened->type, body, opened->length);
-                if (taken < 0) return fail_recv(ECONNRESET, got); // the client's fatal alert
-                if (taken == 0) break;
-                if (b.out_off != b.out_len)
-                    flush(fd); // our KeyUpdate in answer, if the socket takes it now
+                if (!b.out.empty()) flush(fd); // our KeyUpdate, if the socket takes it now
+                continue;
+            case record_event::data:
+            case record_event::nothing:
                 continue;
             }
         }
@@ -517,7 +305,7 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
             if (got != 0) return static_cast<ssize_t>(got);
             // Nothing to answer now: what waits to go out (the session tickets, before any
             // response) goes while the client waits.
-            if (b.out_off != b.out_len) flush(fd);
+            if (!b.out.empty()) flush(fd);
             errno = EAGAIN;
             return -1;
         }
@@ -529,13 +317,13 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
             b.rec_off = 0;
         }
         const std::size_t space = buffers::in_cap - b.in_len;
-        const ssize_t r = ::recv(fd, b.in + b.in_len, space, 0);
-        if (r > 0) {
-            b.in_len += static_cast<std::size_t>(r);
-            drained = static_cast<std::size_t>(r) < space;
+        const ssize_t got_now = ::recv(fd, b.in + b.in_len, space, 0);
+        if (got_now > 0) {
+            b.in_len += static_cast<std::size_t>(got_now);
+            drained = static_cast<std::size_t>(got_now) < space;
             continue;
         }
-        if (r == 0) {
+        if (got_now == 0) {
             peer_closed_ = true; // the TCP end without close_notify: an end all the same
             continue;
         }
@@ -546,241 +334,78 @@ ssize_t stream::recv(int fd, char* out, std::size_t n) noexcept {
         }
         return got != 0 ? static_cast<ssize_t>(got) : -1;
     }
-    // A protocol error: the alert is queued; send it if the socket takes it.
-    flush(fd);
-    return fail_recv(EPROTO, got);
 }
 
-ssize_t stream::fail_recv(int err, std::size_t got) noexcept {
+ssize_t stream::fail_recv(bool by_peer, std::size_t got) noexcept {
     // What came before the error is delivered first, as recv(2) does; the error comes next.
     broken_ = true;
-    fail_errno_ = err;
+    peer_broke_ = by_peer;
     if (got != 0) return static_cast<ssize_t>(got);
-    errno = err;
+    errno = by_peer ? ECONNRESET : EPROTO;
     return -1;
 }
 
-bool stream::take_quiet_data(std::size_t len) noexcept {
-    if (run_.key_update_part != 0) {
-        // RFC 8446, 5.1: nothing comes between the fragments of a handshake message.
-        fail_with(unexpected_message);
-        return false;
-    }
-    if (len != 0) {
-        run_ = {}; // data: the run of records without it is over
-        return true;
-    }
-    if (++run_.empty_records > max_empty_records) {
-        fail_with(unexpected_message);
-        return false;
-    }
-    return true;
-}
-
-int stream::take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept {
-    if ((len == 0 && type != application_data) ||
-        (run_.key_update_part != 0 && type != handshake_record)) {
-        // RFC 8446, 5.4: only data records may be empty; 5.1: nothing comes between the
-        // fragments of a handshake message.
-        fail_with(unexpected_message);
-        return 0;
-    }
-    if (type == alert) {
-        if (len != 2) {
-            fail_with(decode_error);
-            return 0;
-        }
-        if (body[1] == close_notify_alert) {
-            peer_closed_ = true;
-            return 1;
-        }
-        if (body[1] != user_canceled) return -1; // every other alert is fatal in TLS 1.3
-        // A close_notify follows; a run of them is a peer keeping us busy.
-        if (++run_.warning_alerts > max_warning_alerts) {
-            fail_with(unexpected_message);
-            return 0;
-        }
-        return 1;
-    }
-    if (type != handshake_record) {
-        fail_with(unexpected_message);
-        return 0;
-    }
-    return take_handshake(body, len) ? 1 : 0;
-}
-
-bool stream::take_handshake(const std::uint8_t* body, std::size_t len) noexcept {
-    // Handshake messages after the handshake: only KeyUpdate is ours to take (a server never
-    // asks for the others). Its five bytes may come split over records (RFC 8446, 5.1); all
-    // but the last are fixed, so how many came is all there is to keep between records. A
-    // KeyUpdate ends its record: the next one uses the new key.
-    static constexpr std::uint8_t head[4] = {key_update_type, 0, 0, 1}; // a 1-byte body
-    for (std::size_t i = 0; i < len; ++i) {
-        const std::uint8_t c = body[i];
-        if (run_.key_update_part < sizeof head) {
-            if (c != head[run_.key_update_part]) {
-                // Another message (unexpected), or a KeyUpdate whose length is not 1.
-                fail_with(run_.key_update_part == 0 ? unexpected_message : decode_error);
-                return false;
-            }
-            ++run_.key_update_part;
-            continue;
-        }
-        run_.key_update_part = 0;
-        if (i + 1 != len) {
-            fail_with(unexpected_message); // a key change ends its record
-            return false;
-        }
-        if (c > 1) {
-            fail_with(illegal_parameter);
-            return false;
-        }
-        if (++run_.key_updates > max_key_updates) {
-            fail_with(unexpected_message);
-            return false;
-        }
-        if (!read_.update()) {
-            fail_with(internal_error);
-            return false;
-        }
-        ++key_updates_seen;
-        // Ours goes out before any more application data, sealed under the old key; several
-        // requests while one of ours still waits are answered by that one (RFC 8446, 4.6.3).
-        if (c == 1 && !(buf_ && buf_->key_update_waiting)) {
-            if (!queue_key_update()) {
-                fail_with(internal_error);
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-noop_limit stream::limit_reached() const noexcept {
-    if (run_.empty_records > max_empty_records) return noop_limit::empty_records;
-    if (run_.warning_alerts > max_warning_alerts) return noop_limit::warning_alerts;
-    if (run_.key_updates > max_key_updates) return noop_limit::key_updates;
-    return noop_limit::none;
+void stream::fail_with(records& r, std::uint8_t description, int fd) noexcept {
+    if (r.writer.alert(buf_->out, 2, description)) flush(fd); // fatal
 }
 
 // --- Records out -------------------------------------------------------------------------------
 
-bool stream::queue_key_update() noexcept {
-    const std::uint8_t ku[] = {key_update_type, 0, 0, 1, 0}; // update_not_requested
-    if (!queue(handshake_record, ku, sizeof ku, true) || !write_.update()) return false;
-    ++key_updates_seen;
-    return true;
-}
-
-bool stream::queue(std::uint8_t type, const std::uint8_t* body, std::size_t len,
-                   bool key_update) noexcept {
-    buffers* bp = nullptr;
-    try {
-        bp = &buf();
-    } catch (...) {
-        return false;
-    }
-    buffers& b = *bp;
-    if (b.bounds_n == std::size(b.bounds) || buffers::out_cap - b.out_len < len + record_overhead)
-        return false;
-    const std::size_t sealed = write_.seal(type, body, len, b.out + b.out_len);
-    if (sealed == 0) return false;
-    b.out_len += sealed;
-    b.bounds[b.bounds_n++] = {b.out_len, 0, key_update};
-    if (key_update) b.key_update_waiting = true;
-    return true;
-}
-
-void stream::fail_with(std::uint8_t description) noexcept {
-    const std::uint8_t a[] = {2, description}; // fatal
-    queue(alert, a, sizeof a);
-}
-
 bool stream::flush(int fd, int flags) noexcept {
-    buffers& b = *buf_;
-    while (b.out_off != b.out_len) {
-        const ssize_t r =
-            ::send(fd, b.out + b.out_off, b.out_len - b.out_off, MSG_NOSIGNAL | flags);
+    record_output& out = buf_->out;
+    while (!out.empty()) {
+        const auto pending = out.pending();
+        const ssize_t r = ::send(fd, pending.data(), pending.size(), MSG_NOSIGNAL | flags);
         if (r < 0) {
             if (errno == EINTR) continue;
             return false;
         }
-        b.out_off += static_cast<std::size_t>(r);
-        std::size_t done = 0;
-        while (done != b.bounds_n && b.bounds[done].end <= b.out_off) {
-            b.sent += b.bounds[done].plain;
-            b.ahead -= b.bounds[done].plain;
-            if (b.bounds[done].key_update) b.key_update_waiting = false;
-            ++done;
-        }
-        if (done != 0) {
-            std::memmove(b.bounds, b.bounds + done, (b.bounds_n - done) * sizeof b.bounds[0]);
-            b.bounds_n -= done;
-        }
-        if (b.out_off != b.out_len) {
+        out.consumed(static_cast<std::size_t>(r));
+        if (static_cast<std::size_t>(r) != pending.size()) {
             errno = EAGAIN; // a short write: the socket is full
             return false;
         }
     }
-    b.out_off = b.out_len = 0;
     return true;
 }
 
 ssize_t stream::send(int fd, const char* data, std::size_t n) noexcept {
-    if (ssl_ != nullptr) return ssl_send(data, n);
+    auto* rp = std::get_if<records>(&mode_);
+    if (rp == nullptr) [[unlikely]]
+        return openssl_send(data, n);
     buffers* bp = buffers_for(broken_ || sent_close_, EPIPE);
     if (bp == nullptr) return -1;
-    buffers& b = *bp;
+    record_output& out = bp->out;
     const auto* p = reinterpret_cast<const std::uint8_t*>(data);
-    // The caller's first b.sent bytes are on the wire already (a flush by recv), the next
-    // b.ahead sealed and waiting: a retry starts with the same bytes, never fewer.
-    if (b.sent + b.ahead > n) {
-        errno = EINVAL;
-        return -1;
-    }
-    const auto take_sent = [&b] {
-        const std::size_t r = std::exchange(b.sent, 0);
-        return static_cast<ssize_t>(r);
-    };
     for (;;) {
-        // Seal what fits behind what waits, leaving room for control records.
-        while (b.sent + b.ahead < n && b.bounds_n + 4 < std::size(b.bounds)) {
-            if (write_.worn() && !queue_key_update()) {
-                errno = EPROTO;
-                return -1;
-            }
-            const std::size_t chunk = std::min(n - b.sent - b.ahead, max_plaintext);
-            if (buffers::out_cap - b.out_len < chunk + record_overhead) break;
-            const std::size_t sealed =
-                write_.seal(application_data, p + b.sent + b.ahead, chunk, b.out + b.out_len);
-            if (sealed == 0) {
-                errno = EPROTO;
-                return -1;
-            }
-            b.out_len += sealed;
-            b.bounds[b.bounds_n++] = {b.out_len, chunk, false};
-            b.ahead += chunk;
-        }
-        if (!flush(fd)) {
-            if (b.sent != 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return take_sent();
+        switch (rp->writer.seal(out, p, n)) {
+        case record_writer::sealed::ok:
+            break;
+        case record_writer::sealed::shrunk:
+            errno = EINVAL;
+            return -1;
+        case record_writer::sealed::exhausted:
+            errno = EPROTO;
             return -1;
         }
-        if (b.sent == n) return take_sent();
+        if (!flush(fd)) {
+            if (out.sent != 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return static_cast<ssize_t>(out.take_sent());
+            return -1;
+        }
+        if (out.sent == n) return static_cast<ssize_t>(out.take_sent());
     }
 }
 
 void stream::close_notify(int fd) noexcept {
     if (broken_ || sent_close_) return;
-    if (ssl_ != nullptr) {
-        if (SSL_is_init_finished(ssl_) == 1) {
-            ERR_clear_error();
-            SSL_shutdown(ssl_);
-            ERR_clear_error();
-        }
+    if (auto* h = std::get_if<tls::handshake>(&mode_)) {
+        h->close_notify();
         return;
     }
-    const std::uint8_t a[] = {1, close_notify_alert};
-    if (!queue(alert, a, sizeof a)) return;
+    auto* r = std::get_if<records>(&mode_);
+    buffers* bp = r != nullptr ? buffers_for(false, 0) : nullptr;
+    if (bp == nullptr || !r->writer.alert(bp->out, 1, close_notify_alert)) return;
     // The caller's FIN (a close or a half-close) follows at once: held back for it (MSG_MORE),
     // the alert leaves in the FIN's segment, one packet and one wakeup of the peer, not two.
     flush(fd, MSG_MORE);
@@ -789,61 +414,16 @@ void stream::close_notify(int fd) noexcept {
 
 // --- TLS 1.2: OpenSSL's records ----------------------------------------------------------------
 
-ssize_t stream::ssl_recv(char* out, std::size_t n) noexcept {
-    std::size_t got = 0;
-    ERR_clear_error();
-    while (got < n) {
-        const int r =
-            SSL_read(ssl_, out + got, static_cast<int>(std::min<std::size_t>(n - got, 1U << 30)));
-        if (r > 0) {
-            got += static_cast<std::size_t>(r);
-            continue;
-        }
-        const int e = SSL_get_error(ssl_, r);
-        ERR_clear_error();
-        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-            if (got != 0) break;
-            errno = EAGAIN;
-            return -1;
-        }
-        // An end or an error: after the bytes before it, if any (the next call reports it,
-        // OpenSSL saying so again; end_waiting() tells the caller to make that call).
-        ssl_ended_ = got != 0;
-        if (e == SSL_ERROR_ZERO_RETURN) break; // close_notify
-        if (e == SSL_ERROR_SYSCALL) {
-            if (got != 0) break;
-            if (errno == 0) return 0; // the TCP end
-            return -1;
-        }
-        if (got != 0) break;
-        errno = EPROTO;
-        return -1;
-    }
-    return static_cast<ssize_t>(got);
+ssize_t stream::openssl_recv(char* buf, std::size_t n) noexcept {
+    if (auto* h = std::get_if<tls::handshake>(&mode_)) return h->read(buf, n);
+    errno = ENOTCONN; // not started
+    return -1;
 }
 
-ssize_t stream::ssl_send(const char* data, std::size_t n) noexcept {
-    std::size_t sent = 0;
-    ERR_clear_error();
-    while (sent < n) {
-        const int r = SSL_write(ssl_, data + sent,
-                                static_cast<int>(std::min<std::size_t>(n - sent, 1U << 30)));
-        if (r > 0) {
-            sent += static_cast<std::size_t>(r);
-            continue;
-        }
-        const int e = SSL_get_error(ssl_, r);
-        ERR_clear_error();
-        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
-            if (sent != 0) break;
-            errno = EAGAIN;
-            return -1;
-        }
-        if (sent != 0) break;
-        if (e != SSL_ERROR_SYSCALL || errno == 0) errno = EPIPE;
-        return -1;
-    }
-    return static_cast<ssize_t>(sent);
+ssize_t stream::openssl_send(const char* buf, std::size_t n) noexcept {
+    if (auto* h = std::get_if<tls::handshake>(&mode_)) return h->write(buf, n);
+    errno = ENOTCONN;
+    return -1;
 }
 
 } // namespace tarry::tls

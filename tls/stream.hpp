@@ -1,8 +1,10 @@
 #pragma once
 
 #include "context.hpp"
-#include "handshake_failure.hpp"
+#include "handshake.hpp"
 #include "record_protection.hpp"
+#include "record_reader.hpp"
+#include "record_writer.hpp"
 
 #include <sys/types.h>
 
@@ -12,54 +14,27 @@
 #include <memory>
 #include <span>
 #include <string_view>
-
-typedef struct ssl_st SSL;
+#include <variant>
 
 namespace tarry::tls {
-
-/// What a step of the handshake needs next. plain_http: the bytes are not TLS, to be answered
-/// in plain HTTP (400), failure() saying whether they begin an HTTP request (plain_http) or not
-/// (not_tls).
-enum class step : std::uint8_t { done, want_read, want_write, failed, plain_http };
-
-/// The cipher suites a connection can be counted under (metrics): TLS 1.3's three, the
-/// intermediate profile's six TLS 1.2 ones, and anything else.
-inline constexpr std::array<std::string_view, 10> suite_names{
-    "TLS_AES_128_GCM_SHA256",       "TLS_AES_256_GCM_SHA384",
-    "TLS_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256",
-    "ECDHE-RSA-AES128-GCM-SHA256",  "ECDHE-ECDSA-AES256-GCM-SHA384",
-    "ECDHE-RSA-AES256-GCM-SHA384",  "ECDHE-ECDSA-CHACHA20-POLY1305",
-    "ECDHE-RSA-CHACHA20-POLY1305",  "other"};
-
-/// Records that carry nothing for the application (empty application data, warning alerts,
-/// KeyUpdates), taken in a row (no application data in between) before the connection is closed
-/// with unexpected_message: each costs an AEAD open (a KeyUpdate three key derivations, and an
-/// answer when requested), and a peer pouring them in would hold the worker in one recv().
-/// OpenSSL's limits for the first two (MAX_EMPTY_RECORDS; its 5th warning alert is fatal);
-/// fewer KeyUpdates, the dearest (a client rotates its keys as it writes: one between data
-/// records, rarely two).
-inline constexpr unsigned max_empty_records = 32;
-inline constexpr unsigned max_warning_alerts = 4;
-inline constexpr unsigned max_key_updates = 4;
-
-/// Which of those limits a connection reached (metrics).
-enum class noop_limit : std::uint8_t { empty_records, warning_alerts, key_updates, none };
-inline constexpr std::array<std::string_view, 3> noop_limit_names{"empty_data", "warning_alert",
-                                                                  "key_update"};
 
 /// One client's TLS, driven on its non-blocking socket by the connection's own readiness
 /// edges, with the socket calls' contract: recv() and send() return bytes, 0 at the end, or -1
 /// with errno (EAGAIN: wait for the next edge).
 ///
-/// The handshake is OpenSSL's. After a TLS 1.3 one, the traffic secrets are taken (through
-/// the key log callback, as they are derived) with the number of records OpenSSL sealed under
-/// them (its session tickets), and the SSL object is freed: the records are then sealed and
-/// opened here (record_protection), so an idle connection keeps two secrets, two keys and two
-/// sequence numbers, not OpenSSL's kilobytes. Everything TLS 1.3 allows after the handshake is
-/// handled: KeyUpdate both ways, alerts, close_notify, records up to the size limit; the rest
+/// The stream alone touches the socket; what it holds is in one of two modes. The handshake is
+/// OpenSSL's (tls/handshake), reading and writing through the stream's record buffer. After a
+/// TLS 1.3 one, the traffic secrets are taken and OpenSSL's object is freed: the records are
+/// then tarry's own, opened by a record_reader and sealed by a record_writer, neither of which
+/// makes a system call, so an idle connection keeps two secrets, two keys and two sequence
+/// numbers, not OpenSSL's kilobytes. Everything TLS 1.3 allows after the handshake is handled:
+/// KeyUpdate both ways, alerts, close_notify, records up to the size limit; the rest
 /// (post-handshake messages a server never asks for, change_cipher_spec, runs of records that
-/// carry nothing past the limits above) is answered with unexpected_message and a close. A TLS 1.2
+/// carry nothing past the reader's limits) is answered with its alert and a close. A TLS 1.2
 /// connection keeps its OpenSSL object, buffers released while idle (SSL_MODE_RELEASE_BUFFERS).
+///
+///     socket --recv--> buffers.in --record_reader--> plaintext, events --> the caller
+///     socket <--send-- buffers.out <--record_writer-- plaintext, alerts, KeyUpdates
 ///
 /// Buffers for records in and out are taken from a per-thread free list while bytes move and
 /// given back by release() when nothing is pending.
@@ -82,16 +57,18 @@ public:
                             std::span<const std::uint8_t> server) noexcept;
     /// One step of the handshake on `fd`: call again on the edge it asks for.
     step handshake(int fd) noexcept;
-    [[nodiscard]] handshake_failure failure() const noexcept { return failure_; }
-    [[nodiscard]] bool resumed() const noexcept { return resumed_; }
+    [[nodiscard]] handshake_failure failure() const noexcept { return outcome_.failure; }
+    [[nodiscard]] bool resumed() const noexcept { return outcome_.resumed; }
     /// Index in suite_names of the negotiated suite (after the handshake).
-    [[nodiscard]] std::uint8_t suite() const noexcept { return suite_; }
+    [[nodiscard]] std::uint8_t suite() const noexcept { return outcome_.suite; }
     /// Whether ALPN chose h2 (after the handshake).
-    [[nodiscard]] bool h2() const noexcept { return h2_; }
+    [[nodiscard]] bool h2() const noexcept { return outcome_.h2; }
     /// The certificate SNI chose (context::index_of), after the handshake.
-    [[nodiscard]] std::uint8_t certificate() const noexcept { return certificate_; }
+    [[nodiscard]] std::uint8_t certificate() const noexcept { return outcome_.certificate; }
     /// Whether the records are tarry's own (TLS 1.3), not an OpenSSL object's.
-    [[nodiscard]] bool own_records() const noexcept { return ssl_ == nullptr; }
+    [[nodiscard]] bool own_records() const noexcept {
+        return std::holds_alternative<records>(mode_);
+    }
     /// The limit on records without data this connection went past (its recv() failed, EPROTO).
     [[nodiscard]] noop_limit limit_reached() const noexcept;
 
@@ -124,11 +101,6 @@ public:
     /// KeyUpdates received and sent over this thread's life (metrics).
     static std::uint64_t key_updates() noexcept;
 
-    /// For SSL_CTX_set_keylog_callback: takes the traffic secrets of a handshake in progress.
-    static void on_secret(const SSL* ssl, const char* line) noexcept;
-    /// For SSL_set_msg_callback: counts the records OpenSSL seals under the application secret.
-    static void on_record(int write_p, int version, int content_type, const void* buf,
-                          std::size_t len, SSL* ssl, void* arg) noexcept;
     /// OpenSSL's reads (the handshake; a TLS 1.2 connection's records): served from the
     /// record buffer, filled by one recv of as much as the socket has (see read_for_openssl).
     int read_for_openssl(char* out, int len) noexcept;
@@ -140,30 +112,18 @@ public:
     struct buffers;
 
 private:
-    struct capture;
-    /// OpenSSL's server object on fd_, reading and writing through our BIO.
-    bool make_ssl() noexcept;
-    /// OpenSSL's handshake state is gone (done, failed or cut short): counted for burst_over().
-    void handshake_ended() noexcept;
-    bool adopt_records() noexcept;
-    ssize_t ssl_recv(char* buf, std::size_t n) noexcept;
-    ssize_t ssl_send(const char* buf, std::size_t n) noexcept;
-    /// Handles one opened record other than application data: 1 taken, 0 a protocol error
-    /// (its alert queued), -1 a fatal alert from the peer.
-    int take_record(std::uint8_t type, std::uint8_t* body, std::size_t len) noexcept;
-    /// The bytes of handshake messages in a record (KeyUpdate only): true when taken.
-    bool take_handshake(const std::uint8_t* body, std::size_t len) noexcept;
-    /// An application data record that is empty, or ends a run of records without data: true
-    /// when taken, false when it is a protocol error (its alert queued).
-    bool take_quiet_data(std::size_t len) noexcept;
-    /// Seals a control record (alert, KeyUpdate) into the output, ahead of nothing unsent.
-    bool queue(std::uint8_t type, const std::uint8_t* body, std::size_t len,
-               bool key_update = false) noexcept;
-    /// Our KeyUpdate (update_not_requested) queued, then our write key updated.
-    bool queue_key_update() noexcept;
+    /// tarry's own records (TLS 1.3): all an idle connection keeps of TLS.
+    struct records {
+        record_reader reader;
+        record_writer writer;
+    };
+    /// The records of OpenSSL's object (TLS 1.2), without a stream's mode (not started).
+    ssize_t openssl_recv(char* buf, std::size_t n) noexcept;
+    ssize_t openssl_send(const char* buf, std::size_t n) noexcept;
     /// Ends reading on an error: `got` bytes read before it are returned first.
-    ssize_t fail_recv(int err, std::size_t got) noexcept;
-    void fail_with(std::uint8_t alert) noexcept;
+    ssize_t fail_recv(bool by_peer, std::size_t got) noexcept;
+    /// Our fatal alert, sent if the socket takes it now.
+    void fail_with(records& r, std::uint8_t alert, int fd) noexcept;
     /// Sends what is sealed; the caller's bytes whose records all went out are counted in the
     /// buffers' `sent`, for send() to report. False when the socket took less (errno set).
     /// `flags` go to send(2) (MSG_MORE when a FIN follows at once, to travel with it).
@@ -173,35 +133,17 @@ private:
     /// (`closed_errno`) or memory is out (ENOMEM).
     buffers* buffers_for(bool closed, int closed_errno) noexcept;
 
-    SSL* ssl_ = nullptr;
-    int fd_ = -1;                 ///< the socket OpenSSL's reads come from (read_for_openssl)
-    int fail_errno_ = 0;          ///< what recv reports once broken_ (EPROTO, ECONNRESET)
-    std::unique_ptr<capture> hs_; ///< only during the handshake (and with ssl_ after it)
+    /// Before start(): nothing; the handshake (and after a TLS 1.2 one, its records); or
+    /// tarry's own records after a TLS 1.3 one.
+    std::variant<std::monostate, tls::handshake, records> mode_;
     std::unique_ptr<buffers> buf_;
-    record_protection read_;
-    record_protection write_;
-    handshake_failure failure_ = handshake_failure::other;
-    std::uint8_t suite_ = suite_names.size() - 1;
-    std::uint8_t certificate_ = 0; ///< context::index_of the one SNI chose
-    bool started_ = false;
-    bool resumed_ = false;
+    int fd_ = -1; ///< the socket OpenSSL's reads come from (read_for_openssl)
+    handshake_outcome outcome_;
     bool peer_closed_ = false; ///< close_notify (or the TCP end) came in
-    bool broken_ = false;      ///< a fatal alert went out: nothing more is read or sent
+    bool broken_ = false;      ///< a fatal alert went out or came in: nothing more is read or sent
+    bool peer_broke_ = false;  ///< it came in (recv reports ECONNRESET, not EPROTO)
     bool sent_close_ = false;  ///< our close_notify went out: nothing more is sent (we still read)
     bool fill_short_ = false;  ///< OpenSSL's last read emptied the socket (read_for_openssl)
-    bool ssl_ended_ = false;   ///< OpenSSL's read ended behind bytes returned (ssl_recv)
-    bool h2_ = false;          ///< ALPN chose h2
-    bool counted_ = false;     ///< a handshake in progress, counted for burst_over()
-    /// Records without application data since the last that carried some (the limits above),
-    /// and the bytes of a KeyUpdate split over records seen so far.
-    struct quiet_run {
-        std::uint8_t empty_records = 0;
-        std::uint8_t warning_alerts = 0;
-        std::uint8_t key_updates = 0;
-        std::uint8_t key_update_part = 0; ///< of its 5 bytes (4 fixed, then request_update)
-        bool operator==(const quiet_run&) const = default;
-    };
-    quiet_run run_;
 };
 
 } // namespace tarry::tls

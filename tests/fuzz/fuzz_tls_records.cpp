@@ -1,17 +1,19 @@
-// libFuzzer harness for the TLS 1.3 record layer (tls::stream after the handshake) with the
-// request path behind it: the input becomes records on a socketpair, the stream reads them as
-// server/connection.cpp drives it, and the plaintext goes through http::session as in
-// fuzz_session.cpp; the answers go back through the stream, and the harness, as the client,
-// opens every record the stream writes and checks it. The sanitizers check the rest.
+// libFuzzer harness for the TLS 1.3 record layer without I/O (tls::record_reader and
+// tls::record_writer) with the request path behind it: the input becomes records, handed to the
+// reader in pieces as a socket hands them over and taken off the front as tls::stream takes them;
+// the plaintext goes through http::session as in fuzz_session.cpp; the answers are sealed by the
+// writer under SSL_write's retry contract and taken off its output in pieces as a socket takes
+// them, and the harness, as the client, opens every record and checks it. No socket: each input
+// runs in microseconds. The sanitizers check the rest.
 //
 //   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DTARRY_FUZZ=ON
 //   cmake --build build-fuzz --target fuzz_tls_records
 //   build-fuzz/tests/fuzz_tls_records -max_total_time=60 tests/fuzz/corpus_tls
 //
 // Input: byte 0 chooses the mode (% 3: 0 records sealed by the harness with the client's
-// secret, 1 raw bytes written as they are, 2 both, chosen per segment) and the AEAD (/ 3 % 3);
-// byte 1 the size of the socket writes; bytes 2 and 3 the session's limits. Then segments, each
-// starting with a control byte c:
+// secret, 1 raw bytes as they are, 2 both, chosen per segment) and the AEAD (/ 3 % 3); byte 1
+// the size of the pieces (of the input handed to the reader, and of the output taken); bytes 2
+// and 3 the session's limits. Then segments, each starting with a control byte c:
 //   raw (mode 1, or mode 2 with c & 0x40): a length byte, then that many bytes, unsealed;
 //   sealed: c & 7 is what: 0-3 application data, 4 a handshake message from the input, 5 a
 //   KeyUpdate (update_requested: c & 0x20), 6 an alert from the input, 7 the inner type from
@@ -21,18 +23,15 @@
 #include <tarry/http/hello_handler.hpp>
 #include <tarry/http/session.hpp>
 #include <tarry/tls/record_protection.hpp>
-#include <tarry/tls/stream.hpp>
-
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <tarry/tls/record_reader.hpp>
+#include <tarry/tls/record_writer.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,10 +53,12 @@ constexpr std::uint8_t server_secret[48] = {
     0x82, 0x04, 0xb4, 0xf4, 0x4b, 0xfb, 0x6b, 0x3a, 0x4b, 0x4f, 0x1f, 0x3f, 0xcb, 0x63, 0x16, 0x43,
     0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f, 0x20};
 
-/// The most ciphertext one input makes (a byte can ask for 64), and the most rounds of writes
-/// and reads (one-byte writes of a large record): each input's run stays short.
+/// The most ciphertext one input makes (a byte can ask for 64), and the most rounds of pieces
+/// in and out (one-byte pieces of a large record): each input's run stays short.
 constexpr std::size_t max_wire = 64 * 1024;
 constexpr int max_rounds = 20000;
+/// The ciphertext the stream's buffer holds: a record of the largest size and then some.
+constexpr std::size_t in_capacity = tls::record_header_bytes + tls::max_ciphertext + 4096;
 
 /// The input, read from the front.
 struct reader {
@@ -78,31 +79,24 @@ struct reader {
     }
 };
 
-/// The client's end of the socket: it seals what it sends with the client secret and opens
-/// what the stream writes with the server secret, checking every record.
+/// The client: it seals what it sends with the client secret and opens what the writer's
+/// output gives it with the server secret, checking every record.
 struct client {
-    int fd = -1;
     tls::record_protection seal;
     tls::record_protection open;
-    std::string in;     ///< bytes from the stream, not yet a whole record
+    std::string in;     ///< bytes from the writer, not yet a whole record
     std::string data;   ///< application data the stream sent
     bool ended = false; ///< a fatal alert or close_notify came: nothing may follow
     bool fatal = false;
     bool closed = false;
 
-    /// Everything the stream has written by now.
+    /// The whole records among the bytes the writer's output gave.
     void read() {
-        char chunk[65536];
-        for (;;) {
-            const ssize_t r = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
-            if (r <= 0) break;
-            in.append(chunk, static_cast<std::size_t>(r));
-        }
         while (in.size() >= tls::record_header_bytes) {
             auto* rec = reinterpret_cast<std::uint8_t*>(in.data());
             check(rec[0] == tls::application_data && rec[1] == 3 && rec[2] == 3);
             const std::size_t len = std::size_t{rec[3]} << 8 | rec[4];
-            // The stream seals 2^14 bytes at most, and never an empty record.
+            // The writer seals 2^14 bytes at most, and never an empty record.
             check(len >= 1 + tls::tag_bytes && len <= tls::max_plaintext + 1 + tls::tag_bytes);
             if (in.size() < tls::record_header_bytes + len) break;
             check(!ended);
@@ -220,43 +214,41 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     settings.keep_alive_timeout_s = data[3] % 3;
     reader in{data + 4, size - 4};
 
-    int sv[2];
-    check(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    const int fd = sv[0]; // the stream's, non-blocking as the server's sockets are
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     client c;
-    c.fd = sv[1];
-    tls::stream st;
-    check(st.start_with_secrets(a, {client_secret, secret_len}, {server_secret, secret_len}));
+    tls::record_reader rd;
+    tls::record_writer wr;
+    const auto out = std::make_unique<tls::record_output>();
+    check(rd.init(a, {client_secret, secret_len}));
+    check(wr.init(a, {server_secret, secret_len}));
     check(c.seal.init(a, {client_secret, secret_len}));
     check(c.open.init(a, {server_secret, secret_len}));
-    check(st.own_records());
     const std::string wire = build_wire(in, mode, c);
 
     tarry::http::session s(settings);
     const std::size_t capacity = settings.max_header_bytes + 1024;
-    std::string plain; // read through the stream, not yet consumed by the session
-    std::string out;
-    std::string queued;  // the session's answers, not yet reported sent by the stream
-    std::string sent;    // what the stream reported sent
-    std::size_t off = 0; // of the wire, written
-    bool reading = true; // the stream is still read (no end, error, or closing session)
-    bool broken = false; // the stream reported a protocol error or the client's fatal alert
-    char buf[8192];
+    std::string cipher;  // handed to the reader, not yet taken (a partial record at most)
+    std::string waiting; // plaintext of the last record opened, not yet handed over
+    std::string plain;   // handed over, not yet consumed by the session
+    std::string out_text;
+    std::string queued;   // the session's answers, not yet reported sent by the writer
+    std::string sent;     // what the writer's output reported sent
+    std::size_t off = 0;  // of the wire, handed over
+    bool reading = true;  // the reader is still fed (no end, error, or closing session)
+    bool broken = false;  // a protocol error (our alert) or the client's fatal alert
     bool settled = false; // the exchange ran to its end within max_rounds
     // The session takes what it can of the plaintext, as the connection hands it over: after
     // a read, and again once the answers are written (it stops at max_queued_bytes).
     const auto feed = [&]() -> bool {
         if (s.closing()) return false;
         const std::size_t used =
-            s.consume(plain.data(), plain.size(), out, "Thu, 01 Jan 1970 00:00:00 GMT");
+            s.consume(plain.data(), plain.size(), out_text, "Thu, 01 Jan 1970 00:00:00 GMT");
         check(used <= plain.size());
         plain.erase(0, used);
-        const bool answered = !out.empty();
-        if (answered) check(out.compare(0, 9, "HTTP/1.1 ") == 0);
-        check(out.size() <= settings.max_queued_bytes + 512);
-        queued += out;
-        out.clear();
+        const bool answered = !out_text.empty();
+        if (answered) check(out_text.compare(0, 9, "HTTP/1.1 ") == 0);
+        check(out_text.size() <= settings.max_queued_bytes + 512);
+        queued += out_text;
+        out_text.clear();
         if (s.has_file()) s.file_done();
         if (settings.max_requests != 0) check(s.requests() <= settings.max_requests);
         if (s.closing()) {
@@ -268,55 +260,81 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (plain.size() == capacity && used == 0) std::abort();
         return used != 0 || answered;
     };
+    // What the writer's output holds goes to the client, `limit` bytes at most (a socket that
+    // takes a piece); the bytes of the records all out are reported sent.
+    const auto take_output = [&](std::size_t limit) -> bool {
+        const auto pending = out->pending();
+        const std::size_t k = std::min(limit, pending.size());
+        c.in.append(reinterpret_cast<const char*>(pending.data()), k);
+        out->consumed(k);
+        const std::size_t r = out->take_sent();
+        check(r <= queued.size());
+        sent.append(queued, 0, r);
+        queued.erase(0, r);
+        return k != 0;
+    };
     for (int rounds = 0; rounds < max_rounds; ++rounds) {
         bool moved = false;
-        if (off < wire.size()) {
-            const std::size_t n = std::min(write_size, wire.size() - off);
-            const ssize_t w = ::send(c.fd, wire.data() + off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-            if (w > 0) {
-                off += static_cast<std::size_t>(w);
-                moved = true;
-            }
+        // A piece of the wire arrives, as much as the stream's buffer has room for.
+        if (reading && off < wire.size() && cipher.size() < in_capacity) {
+            const std::size_t k =
+                std::min({write_size, wire.size() - off, in_capacity - cipher.size()});
+            cipher.append(wire, off, k);
+            off += k;
+            moved = true;
         }
-        // The connection's side: read until EAGAIN, handing the plaintext to the session.
+        // The connection's side: records opened while the session has room for plaintext.
         while (reading) {
-            const std::size_t room = std::min(capacity - plain.size(), sizeof buf);
-            check(room != 0);
-            const ssize_t r = st.recv(fd, buf, room);
-            if (r == 0) {
-                reading = false; // close_notify, or the end
+            if (!waiting.empty()) {
+                const std::size_t k = std::min(capacity - plain.size(), waiting.size());
+                if (k == 0) break;
+                plain.append(waiting, 0, k);
+                waiting.erase(0, k);
+                moved = true;
+                feed();
+                continue;
+            }
+            auto* bytes = reinterpret_cast<std::uint8_t*>(cipher.data());
+            const tls::record_event e = rd.read(bytes, cipher.size());
+            check(e.used <= cipher.size());
+            if (e.what == tls::record_event::data) {
+                check(e.length != 0 && e.length <= tls::max_plaintext);
+                check(e.offset + e.length <= e.used);
+                waiting.assign(reinterpret_cast<const char*>(bytes + e.offset), e.length);
+            }
+            cipher.erase(0, e.used);
+            if (e.what == tls::record_event::need_more) {
+                // A record too large for the buffer is refused at its header.
+                check(cipher.size() < in_capacity);
                 break;
             }
-            if (r < 0) {
-                if (errno == EAGAIN) break;
-                check(errno == EPROTO || errno == ECONNRESET);
-                if (errno == EPROTO) {
-                    // Its alert went out (the client reads everything: the socket had room).
-                    c.read();
-                    check(c.fatal);
-                }
+            moved = true;
+            if (e.what == tls::record_event::error) {
+                // Our alert goes out (the client reads everything).
+                check(e.alert != 0);
+                check(wr.alert(*out, 2, e.alert));
+                take_output(SIZE_MAX);
+                c.read();
+                check(c.fatal);
                 reading = false;
                 broken = true;
-                break;
+            } else if (e.what == tls::record_event::peer_alert) {
+                reading = false;
+                broken = true;
+            } else if (e.what == tls::record_event::close_notify) {
+                reading = false;
+            } else if (e.what == tls::record_event::key_update && e.requested) {
+                check(wr.answer_key_update(*out));
             }
-            check(static_cast<std::size_t>(r) <= room);
-            moved = true;
-            plain.append(buf, static_cast<std::size_t>(r));
-            feed();
         }
         // The answers, by the retry contract: every call starts at the first byte not reported.
         if (!queued.empty() && !broken) {
-            const ssize_t r = st.send(fd, queued.data(), queued.size());
-            if (r > 0) {
-                check(static_cast<std::size_t>(r) <= queued.size());
-                sent.append(queued, 0, static_cast<std::size_t>(r));
-                queued.erase(0, static_cast<std::size_t>(r));
-                moved = true;
-            } else {
-                check(errno == EAGAIN || errno == EPIPE || errno == EPROTO);
-                if (errno != EAGAIN) broken = true;
-            }
+            const auto* p = reinterpret_cast<const std::uint8_t*>(queued.data());
+            const tls::record_writer::sealed r = wr.seal(*out, p, queued.size());
+            check(r != tls::record_writer::sealed::shrunk);
+            if (r == tls::record_writer::sealed::exhausted) broken = true;
         }
+        if (!broken && take_output(write_size)) moved = true;
         if (queued.empty() && !plain.empty() && !broken && feed()) moved = true;
         c.read();
         // The client has each byte reported sent, once and in order; and only bytes the
@@ -326,7 +344,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(c.data.size() <= sent.size() + queued.size());
         check(c.data.compare(sent.size(), std::string::npos, queued, 0,
                              c.data.size() - sent.size()) == 0);
-        if (!st.plaintext_waiting()) st.release(); // an idle connection gives its buffers back
         if (!moved && (off == wire.size() || !reading) && (queued.empty() || broken)) {
             settled = true;
             break;
@@ -334,14 +351,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (settled && !broken) {
         check(queued.empty());
+        check(out->empty());
         check(c.data == sent);
-        st.close_notify(fd);
+        check(wr.alert(*out, 1, 0)); // close_notify
+        take_output(SIZE_MAX);
         c.read();
-        check(c.closed || c.fatal);
+        check(c.closed);
     }
-    st.release();
-    if (data[1] % 7 == 0) tls::stream::release_kept();
-    ::close(fd);
-    ::close(c.fd);
     return 0;
 }
