@@ -325,6 +325,7 @@ void connection::on_block(std::uint32_t id, std::uint8_t flags, bytes block,
     stream* s = open(id);
     s->remote_closed = end_stream;
     s->content_length = checks.content_length;
+    s->tunnel = !checks.protocol.empty();
     watch_body(*s);
     const auto first_regular =
         std::find_if(ws_.fields.begin(), ws_.fields.end(),

@@ -119,7 +119,10 @@ struct connection_config {
     std::uint32_t initial_window_size = 65535; ///< each stream's receive window
     std::uint32_t connection_window = 1 << 20; ///< the connection's receive window
     decoder_limits header_limits{};            ///< SETTINGS_MAX_HEADER_LIST_SIZE: max_list_size
-    bool enable_connect_protocol = false;      ///< RFC 8441
+    /// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441): WebSockets over HTTP/2. On whatever the
+    /// routes: an extended CONNECT to a route that takes no WebSocket is answered as any method
+    /// it does not take.
+    bool enable_connect_protocol = true;
     std::uint32_t max_continuations = 16;      ///< CONTINUATION frames after one HEADERS
     std::uint32_t max_block_size = 64 * 1024;  ///< a field block's bytes gathered
     std::uint32_t max_queued = 64 * 1024;      ///< DATA queued per stream beyond the windows
@@ -255,9 +258,12 @@ private:
                      std::string_view debug = {});
     /// Tells the owner a stream's deadline starts, goes on (activity) or ends.
     void watch_stream(stream& s, watch what, bool on);
-    /// The body deadline: on while the peer is to send more and the owner takes it.
+    /// The body deadline: on while the peer is to send more and the owner takes it. Never for
+    /// an extended CONNECT: its DATA are a tunnel's bytes, which may rest as long as the
+    /// tunnel's own idle timeout lets them.
     void watch_body(stream& s) {
-        watch_stream(s, watch::body, !s.remote_closed && !s.paused && s.in.empty());
+        watch_stream(s, watch::body,
+                     !s.remote_closed && !s.paused && s.in.empty() && !s.tunnel);
     }
     void watch_connection(watch what, bool on);
 

@@ -584,11 +584,16 @@ INSTANTIATE_TEST_SUITE_P(
         malformed_case{"CONNECT with :path",
                        field_list{{":method", "CONNECT"}, {":authority", "a:443"}, {":path", "/"}}},
         malformed_case{"CONNECT without :authority", field_list{{":method", "CONNECT"}}},
-        malformed_case{":protocol not enabled", field_list{{":method", "CONNECT"},
-                                                           {":protocol", "websocket"},
-                                                           {":scheme", "https"},
-                                                           {":path", "/chat"},
-                                                           {":authority", "a"}}}),
+        malformed_case{":protocol on a GET", with(browser_get(), {":protocol", "websocket"})},
+        malformed_case{"extended CONNECT without :path", field_list{{":method", "CONNECT"},
+                                                                    {":protocol", "websocket"},
+                                                                    {":scheme", "https"},
+                                                                    {":authority", "a"}}},
+        malformed_case{"empty :protocol", field_list{{":method", "CONNECT"},
+                                                     {":protocol", ""},
+                                                     {":scheme", "https"},
+                                                     {":path", "/chat"},
+                                                     {":authority", "a"}}}),
     [](const auto& p) { return "Case" + std::to_string(p.index); });
 
 TEST_F(connection_test, TeTrailersOptionsStarAndConnectAreWellFormed) {
@@ -601,8 +606,51 @@ TEST_F(connection_test, TeTrailersOptionsStarAndConnectAreWellFormed) {
     EXPECT_TRUE(only(frames(), frame_type::rst_stream).empty());
 }
 
+TEST_F(connection_test, ProtocolWithoutTheSettingIsMalformed) {
+    config.enable_connect_protocol = false; // RFC 8441 3: :protocol only after our SETTINGS say 1
+    open();
+    send(headers_frame(1,
+                       {{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "https"},
+                        {":path", "/chat"},
+                        {":authority", "a"}},
+                       false));
+    const auto r = only(frames(), frame_type::rst_stream);
+    ASSERT_EQ(r.size(), 1U);
+    EXPECT_EQ(r[0].code(), static_cast<std::uint32_t>(error_code::protocol_error));
+    EXPECT_TRUE(owner.requests.empty());
+    expect_alive();
+}
+
+TEST_F(connection_test, ExtendedConnectIsOnByDefault) {
+    open(false);
+    const auto f = frames();
+    ASSERT_FALSE(f.empty());
+    h2::settings s;
+    EXPECT_EQ(h2::apply_settings(s, h2::as_bytes(f[0].payload)), error_code::no_error);
+    EXPECT_EQ(s.enable_connect_protocol, 1U);
+}
+
+TEST_F(connection_test, ExtendedConnectHasNoBodyDeadline) {
+    // Its DATA are a tunnel's bytes: the tunnel's idle timeout watches them, not body_timeout.
+    open();
+    send(headers_frame(1,
+                       {{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "https"},
+                        {":path", "/chat"},
+                        {":authority", "a"}},
+                       false));
+    ASSERT_EQ(owner.requests.count(1), 1U);
+    EXPECT_FALSE(owner.watched(1, h2::watch::body));
+    send(data_frame(1, "frame", false));
+    EXPECT_FALSE(owner.watched(1, h2::watch::body));
+    send(headers_frame(3, post(5), false)); // an ordinary body beside it is watched
+    EXPECT_TRUE(owner.watched(3, h2::watch::body));
+}
+
 TEST_F(connection_test, ExtendedConnectWhenEnabled) {
-    config.enable_connect_protocol = true;
     open();
     send(headers_frame(1,
                        {{":method", "CONNECT"},
