@@ -199,6 +199,7 @@ void h2_session::on_request(std::uint32_t id, const h2::request& r) {
     h2_stream& s = *streams_.back();
     thread_local std::string block;
     to_request_head(r, s.head_, block);
+    s.protocol_.assign(r.protocol);
     s.body_done_ = r.end_stream;
     if (settings().record_responses) s.started_ = transport_.request_started();
     if (r.content_length >= 0 &&
@@ -243,7 +244,7 @@ std::size_t h2_session::on_body(std::uint32_t id, std::string_view bytes) {
     h2_stream* s = find(id);
     if (s == nullptr || s->over_ || s->gone_) return bytes.size(); // answered: thrown away
     s->received_ += bytes.size();
-    if (s->received_ > settings().max_body_bytes) {
+    if (s->received_ > settings().max_body_bytes && !s->upgraded_) { // a tunnel's are no body
         // Past the limit: the answer is told the client went (its request cannot be whole),
         // and the client hears 413 if nothing was answered yet; what else comes is dropped.
         http::deferred* d = s->finished_ ? nullptr : s->answer_;

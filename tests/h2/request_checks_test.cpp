@@ -142,9 +142,8 @@ TEST(RequestChecks, ProtocolOnlyWithConnect) {
 }
 
 TEST(RequestChecks, ProtocolTwiceOrAfterARegularFieldIsMalformed) {
-    auto twice = extended({{":method", "CONNECT"},
-                           {":protocol", "websocket"},
-                           {":protocol", "websocket"}});
+    auto twice =
+        extended({{":method", "CONNECT"}, {":protocol", "websocket"}, {":protocol", "websocket"}});
     EXPECT_TRUE(twice.malformed());
     auto late = extended({{":method", "CONNECT"},
                           {":scheme", "https"},
