@@ -123,9 +123,9 @@ struct connection_config {
     /// routes: an extended CONNECT to a route that takes no WebSocket is answered as any method
     /// it does not take.
     bool enable_connect_protocol = true;
-    std::uint32_t max_continuations = 16;      ///< CONTINUATION frames after one HEADERS
-    std::uint32_t max_block_size = 64 * 1024;  ///< a field block's bytes gathered
-    std::uint32_t max_queued = 64 * 1024;      ///< DATA queued per stream beyond the windows
+    std::uint32_t max_continuations = 16;     ///< CONTINUATION frames after one HEADERS
+    std::uint32_t max_block_size = 64 * 1024; ///< a field block's bytes gathered
+    std::uint32_t max_queued = 64 * 1024;     ///< DATA queued per stream beyond the windows
     /// Floods: each kind of frame (PING, SETTINGS, PRIORITY, WINDOW_UPDATE, RST_STREAM, empty
     /// DATA, HEADERS and CONTINUATION) at most this many times per connection, plus one for
     /// each request served.
@@ -262,8 +262,7 @@ private:
     /// an extended CONNECT: its DATA are a tunnel's bytes, which may rest as long as the
     /// tunnel's own idle timeout lets them.
     void watch_body(stream& s) {
-        watch_stream(s, watch::body,
-                     !s.remote_closed && !s.paused && s.in.empty() && !s.tunnel);
+        watch_stream(s, watch::body, !s.remote_closed && !s.paused && s.in.empty() && !s.tunnel);
     }
     void watch_connection(watch what, bool on);
 
