@@ -10,6 +10,8 @@
 #include <tarry/upstream/upstream_group.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 using namespace std::chrono_literals;
@@ -207,6 +209,61 @@ TEST_F(H2WebSocketTest, ARouteThatPassesNoUpgradeRefusesIt) {
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output, "501 Not Implemented\n");
     EXPECT_EQ(app_open(), 0);
+}
+
+/// A page whose script opens a WebSocket to /echo on its own origin, sends a message and shows
+/// the echo in its title (what --dump-dom prints).
+class page_handler final : public http::handler {
+public:
+    void on_request(http::exchange& ex) override {
+        static constexpr std::string_view page =
+            "<!doctype html><html><head><title>waiting</title></head><body><script>\n"
+            "const ws = new WebSocket('wss://' + location.host + '/echo');\n"
+            "ws.onopen = () => ws.send('hello over h2');\n"
+            "ws.onmessage = (e) => { document.title = 'echoed: ' + e.data; ws.close(); };\n"
+            "ws.onerror = () => { document.title = 'error'; };\n"
+            "</script></body></html>\n";
+        http::response_head h;
+        h.content_type = "text/html";
+        h.content_length = page.size();
+        ex.respond(h);
+        ex.write(page);
+        ex.finish();
+    }
+};
+
+TEST_F(H2WebSocketTest, HeadlessChromiumOpensItsWebSocketOnTheH2Connection) {
+    use_tls();
+    custom.push_back(
+        {"/page", [](server::handler_context&) { return std::make_shared<page_handler>(); }});
+    start();
+    // The test CA's certificate is trusted by its key (Chromium has no CA file option).
+    const std::string spki =
+        run_shell("openssl x509 -in " + (certs / "default.pem").string() +
+                  " -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 "
+                  "-binary | base64")
+            .output;
+    ASSERT_EQ(spki.size(), 45U) << spki;
+    const std::filesystem::path netlog = certs / "netlog.json";
+    // --virtual-time-budget keeps the page alive until its network is quiet: the WebSocket's
+    // round trip included.
+    const run_result r = run_shell(
+        "timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+        "--disable-background-networking --disable-component-update --disable-sync "
+        "--disable-dev-shm-usage --ignore-certificate-errors-spki-list=" +
+        spki.substr(0, 44) + " --user-data-dir=" + (certs / "profile").string() +
+        " --log-net-log=" + netlog.string() +
+        " --virtual-time-budget=10000 --dump-dom https://127.0.0.1:" + std::to_string(port) +
+        "/page");
+    EXPECT_NE(r.output.find("<title>echoed: hello over h2</title>"), std::string::npos) << r.output;
+    // The WebSocket went over the page's h2 connection (an extended CONNECT), not a connection
+    // of its own: the server counted it as an HTTP/2 tunnel.
+    EXPECT_EQ(h2_metric(
+                  *srv, [](h2_counters & h) -> auto& { return h.tunnels_total; }),
+              1);
+    std::ifstream in(netlog);
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(log.find(":protocol"), std::string::npos) << "the net log shows no :protocol";
 }
 
 class H2WebSocketBuiltInTest : public ServerTest {};
