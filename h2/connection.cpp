@@ -598,6 +598,12 @@ bool connection::respond(std::uint32_t id, unsigned status, std::span<const fiel
     write_headers(out, id, ws_.block, end_stream, peer_.max_frame_size);
     if (interim) return true;
     s->responded = true;
+    if (s->tunnel && status >= 300) {
+        // An extended CONNECT refused (RFC 8441 5: only a 2xx opens the tunnel): what else the
+        // client sends on it is a request body like any, under the body deadline.
+        s->tunnel = false;
+        watch_body(*s);
+    }
     if (end_stream) {
         s->end_queued = true;
         s->local_closed = true;

@@ -164,7 +164,23 @@ void h2_session::settle() {
         for (const std::uint32_t id : ids)
             conn_.resume(id, output());
     }
-    retired_.clear();
+    if (retired_.empty()) return;
+    std::vector<std::unique_ptr<h2_stream>> gone;
+    gone.swap(retired_);
+    release_orphans(gone);
+}
+
+void h2_session::release_orphans(std::vector<std::unique_ptr<h2_stream>>& gone) noexcept {
+    // An answer finished before its request's body ended (a proxied answer that overtook the
+    // body, an extended CONNECT refused by the upstream) waits, as HTTP/1.1 lets it, for the
+    // body's end: its stream's record is done with and the rest of the body is dropped, so it
+    // is told the client is gone, now that no call of its own is on the stack.
+    for (const auto& s : gone) {
+        http::deferred* d = s->answer_;
+        if (d == nullptr || !s->finished_ || !s->body_to_handler_ || s->body_done_) continue;
+        s->answer_ = nullptr;
+        d->on_abort();
+    }
 }
 
 h2_stream* h2_session::find(std::uint32_t id) const noexcept {
@@ -281,7 +297,7 @@ void h2_session::on_reset(std::uint32_t id, h2::error_code code, bool by_peer) {
     if (s == nullptr || s->over_) return;
     s->gone_ = true;
     http::deferred* d = s->finished_ ? nullptr : s->answer_;
-    s->answer_ = nullptr;
+    if (d != nullptr) s->answer_ = nullptr; // a finished one waiting for the body: at settle()
     // The client went before its answer began: nginx's 499 (client closed request).
     if (d != nullptr && s->status_ == 0) s->status_ = 499;
     s->done();
@@ -315,11 +331,14 @@ void h2_session::abort() noexcept {
         h2_stream& s = *streams_.back();
         s.gone_ = true;
         http::deferred* d = s.finished_ ? nullptr : s.answer_;
-        s.answer_ = nullptr;
+        if (d != nullptr) s.answer_ = nullptr; // a finished one waiting for the body: below
         if (d != nullptr && s.status_ == 0) s.status_ = 499;
         s.done(); // out of streams_
         if (d != nullptr) d->on_abort();
     }
+    std::vector<std::unique_ptr<h2_stream>> gone;
+    gone.swap(retired_);
+    release_orphans(gone);
 }
 
 } // namespace tarry::server

@@ -650,6 +650,28 @@ TEST_F(connection_test, ExtendedConnectHasNoBodyDeadline) {
     EXPECT_TRUE(owner.watched(3, h2::watch::body));
 }
 
+TEST_F(connection_test, ARefusedExtendedConnectIsWatchedAsAnyRequest) {
+    open();
+    send(headers_frame(1,
+                       {{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "https"},
+                        {":path", "/chat"},
+                        {":authority", "a"}},
+                       false));
+    send(headers_frame(3,
+                       {{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "https"},
+                        {":path", "/chat"},
+                        {":authority", "a"}},
+                       false));
+    conn->respond(1, 200, {}, false, out); // the tunnel is open: still no body deadline
+    EXPECT_FALSE(owner.watched(1, h2::watch::body));
+    conn->respond(3, 403, {}, true, out); // refused: the rest of its request is a body
+    EXPECT_TRUE(owner.watched(3, h2::watch::body));
+}
+
 TEST_F(connection_test, ExtendedConnectWhenEnabled) {
     open();
     send(headers_frame(1,
