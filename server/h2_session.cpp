@@ -93,8 +93,13 @@ void h2_session::on_watch(std::uint32_t stream, h2::watch what, bool on) {
         kind = &client_kinds::h2_block;
         d = ws.header;
         break;
+    case h2::watch::probe:
+        kind = &client_kinds::h2_ping;
+        d = ws.h2_ping;
+        break;
     case h2::watch::settings:
     case h2::watch::ping:
+    case h2::watch::probe_ack:
         break;
     }
     auto fresh = std::make_unique<h2_deadline>(*this, stream, what);
@@ -137,6 +142,8 @@ void h2_session::expired(h2_deadline& d) noexcept {
         case h2::watch::settings:
         case h2::watch::stall:
         case h2::watch::ping:
+        case h2::watch::probe:
+        case h2::watch::probe_ack:
             break;
         }
         conn_.expired(id, what, out);

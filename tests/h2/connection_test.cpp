@@ -1206,6 +1206,77 @@ TEST_F(connection_test, GracefulPingWaitIsTheOwnersDeadline) {
     EXPECT_TRUE(frames().empty());
 }
 
+// Dead-peer detection (connection_config::probe_peer).
+
+TEST_F(connection_test, NoProbeUnlessAsked) {
+    open();
+    send(headers_frame(1, post(5), false));
+    EXPECT_FALSE(owner.watched(0, watch::probe)); // off by default
+}
+
+TEST_F(connection_test, NoProbeWhileIdle) {
+    config.probe_peer = true;
+    open();
+    EXPECT_FALSE(owner.watched(0, watch::probe)); // no stream: the keep-alive timeout's time
+    send(headers_frame(1, browser_get(), true));
+    EXPECT_TRUE(owner.watched(0, watch::probe));
+    conn->respond(1, 200, {}, true, out); // the last stream ends: so does the probe
+    EXPECT_FALSE(owner.watched(0, watch::probe));
+    EXPECT_FALSE(owner.watched(0, watch::probe_ack));
+}
+
+TEST_F(connection_test, AQuietPeerIsPingedAndAnythingReadAnswersIt) {
+    config.probe_peer = true;
+    open();
+    send(headers_frame(1, post(5), false));
+    const int before = owner.starts[{0, watch::probe}];
+    send(data_frame(1, "ab", false));
+    EXPECT_EQ((owner.starts[{0, watch::probe}]), before + 1); // a read: the interval from now
+    expire(0, watch::probe);
+    const auto p = only(frames(), frame_type::ping);
+    ASSERT_EQ(p.size(), 1U);
+    EXPECT_FALSE(p[0].has(flag::ack));
+    EXPECT_TRUE(owner.watched(0, watch::probe_ack));
+    send(raw_frame(frame_type::ping, flag::ack, 0, p[0].payload));
+    EXPECT_FALSE(owner.watched(0, watch::probe_ack));
+    EXPECT_TRUE(owner.watched(0, watch::probe));
+    expire(0, watch::probe);
+    ASSERT_EQ(only(frames(), frame_type::ping).size(), 1U);
+    send(data_frame(1, "c", false)); // not the ACK, but the peer is alive all the same
+    EXPECT_FALSE(owner.watched(0, watch::probe_ack));
+    expect_alive();
+}
+
+TEST_F(connection_test, NoAnswerToTheProbeEndsTheConnection) {
+    config.probe_peer = true;
+    open();
+    send(headers_frame(1, post(5), false));
+    expire(0, watch::probe);
+    frames();
+    expire(0, watch::probe_ack);
+    const auto g = only(frames(), frame_type::goaway);
+    ASSERT_EQ(g.size(), 1U);
+    EXPECT_EQ(g[0].code(), static_cast<std::uint32_t>(error_code::no_error));
+    EXPECT_TRUE(conn->closing());
+    EXPECT_EQ(owner.resets.size(), 1U) << "the open stream is told";
+    EXPECT_FALSE(owner.any_watched());
+}
+
+TEST_F(connection_test, TheProbesAckIsNotTheGracefulOnes) {
+    config.probe_peer = true;
+    open();
+    send(headers_frame(1, post(5), false));
+    conn->shutdown(out);
+    frames();
+    expire(0, watch::probe);
+    const auto p = only(frames(), frame_type::ping);
+    ASSERT_EQ(p.size(), 1U);
+    send(raw_frame(frame_type::ping, flag::ack, 0, p[0].payload));
+    // Still waiting for the graceful PING's answer: no final GOAWAY yet.
+    EXPECT_TRUE(only(frames(), frame_type::goaway).empty());
+    EXPECT_TRUE(owner.watched(0, watch::ping));
+}
+
 TEST_F(connection_test, ConnectionErrorEndsEveryDeadline) {
     config.max_queued = 1 << 20;
     open();

@@ -24,6 +24,11 @@ WebSocket an extended CONNECT (:method CONNECT, :protocol websocket), its frames
                            GET's "<status> <body>"
   ... status PATH          an extended CONNECT: its status and body: "<status> <body>"
   ... settings             the server's SETTINGS_ENABLE_CONNECT_PROTOCOL: "enable_connect <n>"
+  ... dead PATH            a WebSocket, one message echoed, then a dead peer: the socket is read
+                           but nothing is answered (no PING's ACK) until the server closes:
+                           "ping" if it sent one, "goaway <code>", "eof", "quiet <ms>"
+  ... live PATH N          a quiet WebSocket whose connection answers PINGs: once N came,
+                           a message echoed: "pings N", "echoed"
 """
 import json
 import os
@@ -353,6 +358,63 @@ def settings(c):
     print("enable_connect %d" % c.conn.remote_settings.enable_connect_protocol)
 
 
+def dead(c, path):
+    sid = c.open(path)
+    if c.opened(sid) != "200":
+        sys.exit("status " + str(c.status.get(sid)))
+    c.send(sid, ws_frame(1, b"one"))
+    c.message(sid)
+    quiet = time.monotonic()
+    raw = bytearray()
+    deadline = quiet + TIMEOUT
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([c.sock], [], [], 1)
+        if not ready:
+            continue
+        got = c.sock.recv(1 << 16)
+        if not got:
+            break
+        raw.extend(got)
+    else:
+        sys.exit("the server never closed")
+    took = int((time.monotonic() - quiet) * 1000)
+    events = c.conn.receive_data(bytes(raw))
+    if any(isinstance(e, h2.events.PingReceived) for e in events):
+        print("ping")
+    for e in events:
+        if isinstance(e, h2.events.ConnectionTerminated):
+            print("goaway %d" % e.error_code)
+    print("eof")
+    print("quiet %d" % took)
+
+
+def live(c, path, n):
+    sid = c.open(path)
+    if c.opened(sid) != "200":
+        sys.exit("status " + str(c.status.get(sid)))
+    pings = [0]
+    deadline = time.monotonic() + TIMEOUT
+    while pings[0] < n:
+        if time.monotonic() > deadline:
+            sys.exit("only %d pings" % pings[0])
+        ready, _, _ = select.select([c.sock], [], [], 1)
+        if not ready:
+            continue
+        got = c.sock.recv(1 << 16)
+        if not got:
+            sys.exit("closed after %d pings" % pings[0])
+        for e in c.conn.receive_data(got):
+            if isinstance(e, h2.events.PingReceived):
+                pings[0] += 1
+            elif isinstance(e, (h2.events.StreamReset, h2.events.ConnectionTerminated)):
+                sys.exit("ended after %d pings" % pings[0])
+        c.flush()  # the ACKs
+    print("pings %d" % n)
+    c.send(sid, ws_frame(1, b"still here"))
+    op, got = c.message(sid)
+    print("echoed" if got == b"still here" else "got %r" % got)
+
+
 def main():
     args = sys.argv[1:]
     port = int(args.pop(0))
@@ -380,6 +442,10 @@ def main():
         status(c, args[0])
     elif mode == "settings":
         settings(c)
+    elif mode == "dead":
+        dead(c, args[0])
+    elif mode == "live":
+        live(c, args[0], int(args[1]))
     else:
         sys.exit("unknown mode " + mode)
     sys.stdout.flush()

@@ -211,6 +211,36 @@ TEST_F(H2WebSocketTest, ARouteThatPassesNoUpgradeRefusesIt) {
     EXPECT_EQ(app_open(), 0);
 }
 
+// Dead-peer detection (http2_ping_interval): a quiet WebSocket outlives every other timeout, so a
+// client gone without a FIN would hold it, and its upstream connection, until the tunnel's hour.
+
+TEST_F(H2WebSocketTest, ADeadPeerIsPingedThenClosedWithItsTunnel) {
+    cfg.http2_ping_interval = 200ms;
+    cfg.http2_ack_timeout = 200ms;
+    start();
+    const run_result r = python("dead /echo");
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_EQ(r.output.substr(0, r.output.find("quiet")), "ping\ngoaway 0\neof\n") << r.output;
+    // The interval, then the bound: never sooner.
+    EXPECT_GE(std::stoi(r.output.substr(r.output.find("quiet ") + 6)), 390) << r.output;
+    EXPECT_TRUE(eventually([&] { return closes(tunnel_close::client_close) == 1; }));
+    EXPECT_TRUE(eventually([&] { return app_open() == 0; })) << "the upstream side closes too";
+    EXPECT_TRUE(eventually([&] {
+        return h2_metric(
+                   *srv, [](h2_counters & h) -> auto& { return h.connections; }) == 0;
+    }));
+}
+
+TEST_F(H2WebSocketTest, ALivePeerAnswersThePingsAndKeepsItsQuietWebSocket) {
+    cfg.http2_ping_interval = 100ms;
+    cfg.http2_ack_timeout = 200ms;
+    start();
+    const run_result r = python("live /echo 4");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "pings 4\nechoed\n");
+    EXPECT_EQ(closes(tunnel_close::idle_timeout), 0);
+}
+
 /// A page whose script opens a WebSocket to /echo on its own origin, sends a message and shows
 /// the echo in its title (what --dump-dom prints).
 class page_handler final : public http::handler {
