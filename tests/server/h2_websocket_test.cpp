@@ -6,6 +6,8 @@
 // control and the tunnel's idle timeout.
 #include "upstream/proxy_fixture.hpp"
 
+#include <tarry/http/exchange.hpp>
+#include <tarry/http/handler.hpp>
 #include <tarry/upstream/proxy_handler.hpp>
 #include <tarry/upstream/upstream_group.hpp>
 
@@ -13,6 +15,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
+#include <utility>
 
 using namespace std::chrono_literals;
 
@@ -242,17 +246,32 @@ TEST_F(H2WebSocketTest, ALivePeerAnswersThePingsAndKeepsItsQuietWebSocket) {
 }
 
 /// A page whose script opens a WebSocket to /echo on its own origin, sends a message and shows
-/// the echo in its title (what --dump-dom prints).
+/// the echo in its title (what --dump-dom prints, at the load event). The page's image,
+/// /page/hold, is answered only when /page/done comes, after the echo: the load event waits
+/// for it, so the DOM is dumped after the echo.
 class page_handler final : public http::handler {
 public:
     void on_request(http::exchange& ex) override {
+        const std::string_view target = ex.request().target;
+        if (target == "/page/hold") {
+            hold_.ex = &ex;
+            ex.defer(hold_);
+            return;
+        }
+        if (target == "/page/done") {
+            ex.respond_text(200, "done\n");
+            if (http::exchange* waiting = std::exchange(hold_.ex, nullptr))
+                waiting->respond_text(200, "released\n");
+            return;
+        }
         static constexpr std::string_view page =
             "<!doctype html><html><head><title>waiting</title></head><body><script>\n"
+            "const done = () => fetch('/page/done');\n"
             "const ws = new WebSocket('wss://' + location.host + '/echo');\n"
             "ws.onopen = () => ws.send('hello over h2');\n"
-            "ws.onmessage = (e) => { document.title = 'echoed: ' + e.data; ws.close(); };\n"
-            "ws.onerror = () => { document.title = 'error'; };\n"
-            "</script></body></html>\n";
+            "ws.onmessage = (e) => { document.title = 'echoed: ' + e.data; ws.close(); done(); };\n"
+            "ws.onerror = () => { document.title = 'error'; done(); };\n"
+            "</script><img src='/page/hold'></body></html>\n";
         http::response_head h;
         h.content_type = "text/html";
         h.content_length = page.size();
@@ -260,6 +279,13 @@ public:
         ex.write(page);
         ex.finish();
     }
+
+private:
+    struct held final : http::deferred {
+        void on_abort() noexcept override { ex = nullptr; }
+        http::exchange* ex = nullptr;
+    };
+    held hold_;
 };
 
 TEST_F(H2WebSocketTest, HeadlessChromiumOpensItsWebSocketOnTheH2Connection) {
@@ -275,15 +301,13 @@ TEST_F(H2WebSocketTest, HeadlessChromiumOpensItsWebSocketOnTheH2Connection) {
             .output;
     ASSERT_EQ(spki.size(), 45U) << spki;
     const std::filesystem::path netlog = certs / "netlog.json";
-    // --virtual-time-budget keeps the page alive until its network is quiet: the WebSocket's
-    // round trip included.
     const run_result r = run_shell(
         "timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
         "--disable-background-networking --disable-component-update --disable-sync "
         "--disable-dev-shm-usage --ignore-certificate-errors-spki-list=" +
         spki.substr(0, 44) + " --user-data-dir=" + (certs / "profile").string() +
         " --log-net-log=" + netlog.string() +
-        " --virtual-time-budget=10000 --dump-dom https://127.0.0.1:" + std::to_string(port) +
+        " --dump-dom https://127.0.0.1:" + std::to_string(port) +
         "/page");
     EXPECT_NE(r.output.find("<title>echoed: hello over h2</title>"), std::string::npos) << r.output;
     // The WebSocket went over the page's h2 connection (an extended CONNECT), not a connection
