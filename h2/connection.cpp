@@ -13,6 +13,8 @@ namespace {
 
 /// The opaque data of the graceful shutdown's PING.
 constexpr std::array<std::uint8_t, 8> shutdown_opaque{'t', 'a', 'r', 'r', 'y', 'b', 'y', 'e'};
+/// The dead-peer PING's: its ACK must not be taken for the graceful one's.
+constexpr std::array<std::uint8_t, 8> probe_opaque{'t', 'a', 'r', 'r', 'y', 'p', 'i', 'n'};
 /// In `closed_`: this side reset the stream, so frames still in flight on it are ignored
 /// (RFC 9113, 5.4.2) rather than answered.
 constexpr std::uint32_t reset_here = 0x80000000U;
@@ -107,7 +109,26 @@ std::size_t connection::consume(const char* data, std::size_t size, std::string&
         watch_connection(watch::block, true);
     else if (at != 0)
         owner_.on_watch(0, watch::block, true); // a new frame began: its own total, from now
+    heard_from_peer();
     return at;
+}
+
+void connection::heard_from_peer() {
+    if (probe_ping_ != 0) {
+        probe_ping_ = 0;
+        watch_connection(watch::probe_ack, false);
+    }
+    if (!config_.probe_peer || idle()) return;
+    if ((watching_ & bit(watch::probe)) == 0)
+        watch_connection(watch::probe, true);
+    else
+        owner_.on_watch(0, watch::probe, true); // activity: the interval from now
+}
+
+void connection::stop_probing() {
+    probe_ping_ = 0;
+    watch_connection(watch::probe, false);
+    watch_connection(watch::probe_ack, false);
 }
 
 std::size_t connection::consume_frames(bytes in, std::string& out) {
@@ -325,6 +346,7 @@ void connection::on_block(std::uint32_t id, std::uint8_t flags, bytes block,
     stream* s = open(id);
     s->remote_closed = end_stream;
     s->content_length = checks.content_length;
+    s->tunnel = !checks.protocol.empty();
     watch_body(*s);
     const auto first_regular =
         std::find_if(ws_.fields.begin(), ws_.fields.end(),
@@ -597,6 +619,12 @@ bool connection::respond(std::uint32_t id, unsigned status, std::span<const fiel
     write_headers(out, id, ws_.block, end_stream, peer_.max_frame_size);
     if (interim) return true;
     s->responded = true;
+    if (s->tunnel && status >= 300) {
+        // An extended CONNECT refused (RFC 8441 5: only a 2xx opens the tunnel): what else the
+        // client sends on it is a request body like any, under the body deadline.
+        s->tunnel = false;
+        watch_body(*s);
+    }
     if (end_stream) {
         s->end_queued = true;
         s->local_closed = true;
@@ -816,6 +844,19 @@ void connection::expired(std::uint32_t id, watch what, std::string& out) {
         watching_ = static_cast<std::uint8_t>(watching_ & ~bit(what));
         finish_shutdown(out);
         return;
+    case watch::probe:
+        watching_ = static_cast<std::uint8_t>(watching_ & ~bit(what));
+        if (idle() || probe_ping_ != 0) return;
+        write_ping(out, probe_opaque, false);
+        probe_ping_ = 1;
+        watch_connection(watch::probe_ack, true);
+        return;
+    case watch::probe_ack:
+        watching_ = static_cast<std::uint8_t>(watching_ & ~bit(what));
+        probe_ping_ = 0;
+        // Not an error of the peer's that it could read about: most likely it reads nothing.
+        connection_error(error_code::no_error, out, "no answer to PING");
+        return;
     }
 }
 
@@ -932,7 +973,10 @@ void connection::erase(std::uint32_t id, std::string& out) {
     table_->erase(it);
     watch_stream(*s, watch::body, false);
     watch_stream(*s, watch::stall, false);
-    if (table_->empty()) table_.reset(); // no table while idle
+    if (table_->empty()) {
+        table_.reset(); // no table while idle
+        stop_probing();
+    }
     remember_closed(id);
     if (!s->in.empty()) release(static_cast<std::uint32_t>(s->in.size()), out);
 }

@@ -57,13 +57,15 @@ struct request {
 /// A deadline the owner keeps for the connection (on_watch): the connection reads no clock, its
 /// owner's timeouts do, and expired() says which ran out.
 enum class watch : std::uint8_t {
-    body,     ///< a stream's request body: the gap between its DATA (the owner's body timeout)
-    stall,    ///< a stream's DATA held by the peer's windows: no progress (send timeout)
-    block,    ///< a frame, or a field block in CONTINUATIONs, incomplete: a total (header timeout)
-    settings, ///< our SETTINGS unacknowledged (SETTINGS_TIMEOUT)
-    ping,     ///< the graceful stop's PING unanswered
+    body,      ///< a stream's request body: the gap between its DATA (the owner's body timeout)
+    stall,     ///< a stream's DATA held by the peer's windows: no progress (send timeout)
+    block,     ///< a frame, or a field block in CONTINUATIONs, incomplete: a total (header timeout)
+    settings,  ///< our SETTINGS unacknowledged (SETTINGS_TIMEOUT)
+    ping,      ///< the graceful stop's PING unanswered
+    probe,     ///< streams open and nothing read: a PING at its end (dead-peer detection)
+    probe_ack, ///< that PING unanswered, and nothing else read: the connection ends
 };
-inline constexpr std::size_t watch_kinds = 5;
+inline constexpr std::size_t watch_kinds = 7;
 
 /// What the connection tells its owner. Each call may call back into the connection (respond,
 /// data, reset...), with the owner's own output string.
@@ -119,10 +121,19 @@ struct connection_config {
     std::uint32_t initial_window_size = 65535; ///< each stream's receive window
     std::uint32_t connection_window = 1 << 20; ///< the connection's receive window
     decoder_limits header_limits{};            ///< SETTINGS_MAX_HEADER_LIST_SIZE: max_list_size
-    bool enable_connect_protocol = false;      ///< RFC 8441
-    std::uint32_t max_continuations = 16;      ///< CONTINUATION frames after one HEADERS
-    std::uint32_t max_block_size = 64 * 1024;  ///< a field block's bytes gathered
-    std::uint32_t max_queued = 64 * 1024;      ///< DATA queued per stream beyond the windows
+    /// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441): WebSockets over HTTP/2. On whatever the
+    /// routes: an extended CONNECT to a route that takes no WebSocket is answered as any method
+    /// it does not take.
+    bool enable_connect_protocol = true;
+    /// Dead-peer detection (off by default): a connection with streams open that reads nothing
+    /// for the owner's interval (watch::probe) is sent a PING, and ends if nothing comes back
+    /// within the owner's bound (watch::probe_ack). A client gone without a FIN (a dead NAT
+    /// entry, a laptop closed) otherwise holds its streams, WebSocket tunnels above all, until
+    /// their own timeouts, which a quiet WebSocket may never reach.
+    bool probe_peer = false;
+    std::uint32_t max_continuations = 16;     ///< CONTINUATION frames after one HEADERS
+    std::uint32_t max_block_size = 64 * 1024; ///< a field block's bytes gathered
+    std::uint32_t max_queued = 64 * 1024;     ///< DATA queued per stream beyond the windows
     /// Floods: each kind of frame (PING, SETTINGS, PRIORITY, WINDOW_UPDATE, RST_STREAM, empty
     /// DATA, HEADERS and CONTINUATION) at most this many times per connection, plus one for
     /// each request served.
@@ -185,7 +196,9 @@ public:
     /// (RST_STREAM(NO_ERROR) if its response went out whole, as RFC 9113 8.1 lets a server stop
     /// a request it no longer needs, else CANCEL); an incomplete block ends the connection
     /// (GOAWAY(ENHANCE_YOUR_CALM)), an unacknowledged SETTINGS too (GOAWAY(SETTINGS_TIMEOUT));
-    /// the graceful PING's wait ends with the final GOAWAY (finish_shutdown).
+    /// the graceful PING's wait ends with the final GOAWAY (finish_shutdown); a quiet
+    /// connection with streams is sent a PING (probe), and ends with GOAWAY(NO_ERROR) when
+    /// nothing answered it (probe_ack).
     void expired(std::uint32_t stream, watch what, std::string& out);
 
     /// No stream is open.
@@ -255,11 +268,18 @@ private:
                      std::string_view debug = {});
     /// Tells the owner a stream's deadline starts, goes on (activity) or ends.
     void watch_stream(stream& s, watch what, bool on);
-    /// The body deadline: on while the peer is to send more and the owner takes it.
+    /// The body deadline: on while the peer is to send more and the owner takes it. Never for
+    /// an extended CONNECT: its DATA are a tunnel's bytes, which may rest as long as the
+    /// tunnel's own idle timeout lets them.
     void watch_body(stream& s) {
-        watch_stream(s, watch::body, !s.remote_closed && !s.paused && s.in.empty());
+        watch_stream(s, watch::body, !s.remote_closed && !s.paused && s.in.empty() && !s.tunnel);
     }
     void watch_connection(watch what, bool on);
+    /// Something was read: with streams open the dead-peer interval starts again, and an
+    /// outstanding probe is answered (anything read proves the peer alive, as its ACK would).
+    void heard_from_peer();
+    /// No stream is open any more: the dead-peer deadlines end (an idle connection holds none).
+    void stop_probing();
 
     void stream_error(std::uint32_t id, error_code code, std::string& out);
     void connection_error(error_code code, std::string& out, std::string_view debug = {});
@@ -297,6 +317,7 @@ private:
     std::uint8_t goaway_received_ : 1 = 0;
     std::uint8_t shutdown_ping_ : 1 = 0; ///< the graceful PING is out, waiting for its ACK
     std::uint8_t data_discard_ : 1 = 0;  ///< the DATA frame in progress goes nowhere
+    std::uint8_t probe_ping_ : 1 = 0;    ///< the dead-peer PING is out, nothing read since
     std::uint8_t watching_ = 0;          ///< the connection's deadlines on (bits by watch)
 };
 

@@ -111,7 +111,7 @@ bool request_checks::finish() noexcept {
             // RFC 8441, 4: an extended CONNECT has all four, and a path like any request's.
             if ((seen_ & (scheme_bit | path_bit | authority_bit)) !=
                     (scheme_bit | path_bit | authority_bit) ||
-                path.empty() || authority.empty())
+                path.empty() || authority.empty() || protocol.empty())
                 return fail();
             return true;
         }

@@ -23,6 +23,7 @@ struct stream {
     bool end_pending = false;   ///< END_STREAM received, not yet told (paused body bytes first)
     bool want_room = false;     ///< the owner was refused room: tell it when there is some
     bool paused = false;        ///< the owner took fewer body bytes than given
+    bool tunnel = false;        ///< an extended CONNECT (RFC 8441): DATA carry a tunnel's bytes
     std::uint8_t watching = 0;  ///< the owner's deadlines on for it (bits by h2::watch)
     window send;                ///< the peer's window for what we send
     window recv;                ///< ours for what it sends

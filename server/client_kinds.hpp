@@ -38,6 +38,9 @@ inline const timeout_kind h2_body{"h2_body", owner_tag<h2_deadline>};
 inline const timeout_kind h2_stall{"h2_stall", owner_tag<h2_deadline>};
 inline const timeout_kind h2_block{"h2_block", owner_tag<h2_deadline>};
 inline const timeout_kind h2_ack{"h2_ack", owner_tag<h2_deadline>};
+/// A connection with streams open that read nothing for http2_ping_interval: a PING (its
+/// answer's wait is an h2_ack).
+inline const timeout_kind h2_ping{"h2_ping", owner_tag<h2_deadline>};
 
 /// The kind of each phase's list, by conn_phase (waiting is in none: the handler's own
 /// timeouts bound it; it maps to linger only to keep the table whole).

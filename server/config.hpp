@@ -170,6 +170,8 @@ struct config {
     std::uint32_t http2_max_concurrent_streams = 128; ///< streams open at once per connection
     std::uint32_t http2_initial_window_size = 65535;  ///< each stream's receive window
     duration http2_ack_timeout = 10s; ///< our SETTINGS, or the graceful stop's PING, unanswered
+    /// A PING to a connection with streams open that sent nothing this long; 0: off.
+    duration http2_ping_interval = 0s;
 
     /// DNS servers for the upstreams' names ("IP" or "IP:PORT"); empty: /etc/resolv.conf's.
     std::vector<std::string> resolver;

@@ -130,6 +130,7 @@ std::vector<std::string> config_changes(const config& before, const config& afte
     scalar("http2_max_concurrent_streams", &config::http2_max_concurrent_streams);
     scalar("http2_initial_window_size", &config::http2_initial_window_size);
     scalar("http2_ack_timeout", &config::http2_ack_timeout);
+    scalar("http2_ping_interval", &config::http2_ping_interval);
     // Upstream servers by name.
     scalar("resolver", &config::resolver);
     scalar("resolve_interval_min", &config::resolve_interval_min);

@@ -93,8 +93,13 @@ void h2_session::on_watch(std::uint32_t stream, h2::watch what, bool on) {
         kind = &client_kinds::h2_block;
         d = ws.header;
         break;
+    case h2::watch::probe:
+        kind = &client_kinds::h2_ping;
+        d = ws.h2_ping;
+        break;
     case h2::watch::settings:
     case h2::watch::ping:
+    case h2::watch::probe_ack:
         break;
     }
     auto fresh = std::make_unique<h2_deadline>(*this, stream, what);
@@ -137,6 +142,8 @@ void h2_session::expired(h2_deadline& d) noexcept {
         case h2::watch::settings:
         case h2::watch::stall:
         case h2::watch::ping:
+        case h2::watch::probe:
+        case h2::watch::probe_ack:
             break;
         }
         conn_.expired(id, what, out);
@@ -164,7 +171,23 @@ void h2_session::settle() {
         for (const std::uint32_t id : ids)
             conn_.resume(id, output());
     }
-    retired_.clear();
+    if (retired_.empty()) return;
+    std::vector<std::unique_ptr<h2_stream>> gone;
+    gone.swap(retired_);
+    release_orphans(gone);
+}
+
+void h2_session::release_orphans(std::vector<std::unique_ptr<h2_stream>>& gone) noexcept {
+    // An answer finished before its request's body ended (a proxied answer that overtook the
+    // body, an extended CONNECT refused by the upstream) waits, as HTTP/1.1 lets it, for the
+    // body's end: its stream's record is done with and the rest of the body is dropped, so it
+    // is told the client is gone, now that no call of its own is on the stack.
+    for (const auto& s : gone) {
+        http::deferred* d = s->answer_;
+        if (d == nullptr || !s->finished_ || !s->body_to_handler_ || s->body_done_) continue;
+        s->answer_ = nullptr;
+        d->on_abort();
+    }
 }
 
 h2_stream* h2_session::find(std::uint32_t id) const noexcept {
@@ -199,6 +222,7 @@ void h2_session::on_request(std::uint32_t id, const h2::request& r) {
     h2_stream& s = *streams_.back();
     thread_local std::string block;
     to_request_head(r, s.head_, block);
+    s.protocol_.assign(r.protocol);
     s.body_done_ = r.end_stream;
     if (settings().record_responses) s.started_ = transport_.request_started();
     if (r.content_length >= 0 &&
@@ -243,7 +267,7 @@ std::size_t h2_session::on_body(std::uint32_t id, std::string_view bytes) {
     h2_stream* s = find(id);
     if (s == nullptr || s->over_ || s->gone_) return bytes.size(); // answered: thrown away
     s->received_ += bytes.size();
-    if (s->received_ > settings().max_body_bytes) {
+    if (s->received_ > settings().max_body_bytes && !s->upgraded_) { // a tunnel's are no body
         // Past the limit: the answer is told the client went (its request cannot be whole),
         // and the client hears 413 if nothing was answered yet; what else comes is dropped.
         http::deferred* d = s->finished_ ? nullptr : s->answer_;
@@ -280,7 +304,7 @@ void h2_session::on_reset(std::uint32_t id, h2::error_code code, bool by_peer) {
     if (s == nullptr || s->over_) return;
     s->gone_ = true;
     http::deferred* d = s->finished_ ? nullptr : s->answer_;
-    s->answer_ = nullptr;
+    if (d != nullptr) s->answer_ = nullptr; // a finished one waiting for the body: at settle()
     // The client went before its answer began: nginx's 499 (client closed request).
     if (d != nullptr && s->status_ == 0) s->status_ = 499;
     s->done();
@@ -314,11 +338,14 @@ void h2_session::abort() noexcept {
         h2_stream& s = *streams_.back();
         s.gone_ = true;
         http::deferred* d = s.finished_ ? nullptr : s.answer_;
-        s.answer_ = nullptr;
+        if (d != nullptr) s.answer_ = nullptr; // a finished one waiting for the body: below
         if (d != nullptr && s.status_ == 0) s.status_ = 499;
         s.done(); // out of streams_
         if (d != nullptr) d->on_abort();
     }
+    std::vector<std::unique_ptr<h2_stream>> gone;
+    gone.swap(retired_);
+    release_orphans(gone);
 }
 
 } // namespace tarry::server

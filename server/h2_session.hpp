@@ -127,6 +127,9 @@ private:
     /// The stream's record is done with: out of the table now, freed at the next settle() (a
     /// handler's call that ended it is still on the stack).
     void retire(h2_stream& s) noexcept;
+    /// The finished answers among `gone` that still wait for their request's body hear that
+    /// it will not come (on_abort); `gone` is freed with the caller's vector.
+    static void release_orphans(std::vector<std::unique_ptr<h2_stream>>& gone) noexcept;
     void dispatch(h2_stream& s);
     [[nodiscard]] std::string& output() { return transport_.output(); }
     /// Output or room changed outside consume(): the connection drives again.

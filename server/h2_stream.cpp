@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <random>
 
 namespace tarry::server {
 namespace {
@@ -27,6 +28,24 @@ bool connection_specific(std::string_view name) noexcept {
     return iequals(name, "connection") || iequals(name, "keep-alive") ||
            iequals(name, "proxy-connection") || iequals(name, "transfer-encoding") ||
            iequals(name, "upgrade") || iequals(name, "te");
+}
+
+/// A Sec-WebSocket-Key for the upstream (RFC 6455 4.1: 16 random bytes in base64). It proves
+/// nothing past us (the upstream's Accept stops here), so a per-thread generator will do.
+void append_websocket_key(std::string& out) {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    static constexpr std::string_view digits =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const std::uint64_t a = random();
+    const std::uint64_t b = random();
+    // 16 bytes are 128 bits: 21 digits of 6 bits and a last one of 2, then "==".
+    for (int i = 0; i < 10; ++i)
+        out.push_back(digits[(a >> (6 * i)) & 63]);
+    out.push_back(digits[((a >> 60) | (b << 4)) & 63]);
+    for (int i = 0; i < 10; ++i)
+        out.push_back(digits[(b >> (2 + 6 * i)) & 63]);
+    out.push_back(digits[(b >> 62) << 4]);
+    out.append("==");
 }
 
 std::string_view trim(std::string_view v) noexcept {
@@ -46,9 +65,16 @@ void to_request_head(const h2::request& r, http::request_head& head, std::string
     head.target.assign(r.path);
     head.host.assign(r.authority);
     block.clear();
-    block.append(r.method).append(" ").append(r.path.empty() ? "/" : r.path);
-    block.append(" HTTP/1.1\r\n");
+    const bool tunnel = !r.protocol.empty();
+    const bool websocket = tunnel && iequals(r.protocol, "websocket");
+    block.append(tunnel ? std::string_view("GET") : r.method);
+    block.append(" ").append(r.path.empty() ? "/" : r.path).append(" HTTP/1.1\r\n");
     if (!r.authority.empty()) block.append("host: ").append(r.authority).append("\r\n");
+    if (websocket) {
+        block.append("sec-websocket-key: ");
+        append_websocket_key(block);
+        block.append("\r\n");
+    }
     // Cookies may come as several fields (RFC 9113 8.2.3): one field again, joined with "; ".
     bool cookie = false;
     for (const h2::field& f : r.fields) {
@@ -57,6 +83,7 @@ void to_request_head(const h2::request& r, http::request_head& head, std::string
             continue;
         }
         if (f.name == "host") continue; // :authority says it (and request_checks matched them)
+        if (websocket && f.name == "sec-websocket-key") continue; // ours went up instead
         if (f.name == "user-agent") head.user_agent.assign(f.value);
         if (f.name == "referer") head.referer.assign(f.value);
         block.append(f.name).append(": ").append(f.value).append("\r\n");
@@ -74,7 +101,8 @@ void to_request_head(const h2::request& r, http::request_head& head, std::string
     }
     // A body whose length is not announced: in HTTP/1.1's terms it is chunked, which is how a
     // proxy frames it upstream.
-    if (!r.end_stream && r.content_length < 0) block.append("transfer-encoding: chunked\r\n");
+    if (!r.end_stream && r.content_length < 0 && !tunnel)
+        block.append("transfer-encoding: chunked\r\n");
     block.append("\r\n");
     head.header = block;
 }
@@ -143,7 +171,7 @@ void h2_stream::respond(http::response_head h) {
 }
 
 void h2_stream::write(std::string_view bytes) {
-    if (gone_ || head_only_ || finished_ || bytes.empty()) return;
+    if (gone_ || head_only_ || finished_ || out_shut_ || bytes.empty()) return;
     sent_ += bytes.size();
     send(bytes, false);
     session_->wake();
@@ -194,8 +222,9 @@ void h2_stream::pump() {
     if (gone_ || over_) return;
     std::string& out = session_->output();
     h2::connection& c = session_->conn_;
+    const bool ending = finished_ || out_shut_;
     if (!pending_.empty()) {
-        const bool last = finished_ && !file_;
+        const bool last = ending && !file_;
         const std::size_t n = c.data(id_, pending_, last, out);
         pending_.erase(0, n);
         if (!pending_.empty()) return; // on_writable() comes when there is room
@@ -229,7 +258,7 @@ void h2_stream::pump() {
         }
         if (last) end_sent_ = true;
     }
-    if (finished_ && !end_sent_) {
+    if (ending && !end_sent_) {
         c.data(id_, {}, true, out);
         end_sent_ = true;
     }
@@ -237,7 +266,7 @@ void h2_stream::pump() {
 }
 
 std::size_t h2_stream::room() const noexcept {
-    return gone_ || finished_ ? 0 : space();
+    return gone_ || finished_ || out_shut_ ? 0 : space();
 }
 
 std::size_t h2_stream::space() const noexcept {
@@ -269,14 +298,48 @@ void h2_stream::abort() {
     if (gone_ || over_) return;
     gone_ = true;
     answer_ = nullptr;
-    session_->conn_.reset(id_, h2::error_code::internal_error, session_->output());
+    // A tunnel's abrupt end is CANCEL (RFC 8441 5), a failed answer's INTERNAL_ERROR.
+    session_->conn_.reset(id_, upgraded_ ? h2::error_code::cancel : h2::error_code::internal_error,
+                          session_->output());
     done();
     session_->wake();
 }
 
 void h2_stream::upgrade(http::response_head h) {
-    (void)h;
-    abort(); // upgrade_asked() is always empty over HTTP/2: nothing asked for this
+    if (protocol_.empty() || upgraded_ || gone_) {
+        abort(); // nothing asked for a tunnel here
+        return;
+    }
+    // RFC 8441 5: the upstream's 101 is our 200. Its Upgrade and Connection are HTTP/1.1's
+    // (to_response_fields leaves them out); Sec-WebSocket-Accept answered our key, not the
+    // client's; Sec-WebSocket-Protocol and -Extensions pass.
+    std::string fields;
+    std::string_view rest = h.extra_fields;
+    while (!rest.empty()) {
+        const std::size_t eol = rest.find('\n');
+        const std::string_view line =
+            rest.substr(0, eol == std::string_view::npos ? rest.size() : eol + 1);
+        rest.remove_prefix(line.size());
+        if (line.size() >= 21 && iequals(line.substr(0, 21), "sec-websocket-accept:")) continue;
+        fields.append(line);
+    }
+    h.status = 200;
+    h.extra_fields = fields;
+    h.length_unknown = true;
+    h.chunked = false;
+    upgraded_ = true;
+    respond(h);
+    session_->metrics().h2.tunnels.add();
+    session_->metrics().h2.tunnels_total.add();
+    // The client's END_STREAM may have come before the upstream's 101: the tunnel hears of it.
+    if (body_done_ && answer_ != nullptr && body_to_handler_) answer_->on_body_end();
+}
+
+void h2_stream::shutdown_output() {
+    if (!upgraded_ || gone_ || over_ || out_shut_) return;
+    out_shut_ = true; // END_STREAM once what is pending went; the client may still send
+    pump();
+    session_->wake();
 }
 
 http::upstream_timing* h2_stream::upstream_record() noexcept {
@@ -299,6 +362,7 @@ void h2_stream::done() noexcept {
     if (over_) return;
     over_ = true;
     session_->metrics().h2.streams.add(-1);
+    if (upgraded_) session_->metrics().h2.tunnels.add(-1);
     if (status_ != 0 && session_->settings().record_responses)
         session_->transport_.completed(record());
     session_->retire(*this);

@@ -6,6 +6,13 @@
 // allow (the rest kept here until on_writable), send_file() the file read (pread) into DATA
 // frames as room comes (no sendfile under framing), finish() its END_STREAM, abort() an
 // RST_STREAM(INTERNAL_ERROR); the request body comes from the stream's DATA under its window.
+//
+// An extended CONNECT (RFC 8441: a WebSocket over HTTP/2) asks for an upgrade as an HTTP/1.1
+// GET with Upgrade does (upgrade_asked() is its :protocol), and upgrade() makes the stream the
+// tunnel: a 200 HEADERS without END_STREAM, then DATA carry the tunnel's bytes both ways under
+// the stream's flow control. The half-closes are END_STREAM each way (shutdown_output(), and
+// the client's as on_body_end()); a tunnel that fails is RST_STREAM(CANCEL), as RFC 8441 5 has
+// an abrupt TCP close become.
 
 #include <tarry/h2/connection.hpp>
 #include <tarry/http/exchange.hpp>
@@ -28,6 +35,12 @@ class h2_session;
 /// the request line, Host, the fields, several cookie fields joined with "; " as RFC 9113
 /// 8.2.3 asks, and Transfer-Encoding: chunked for a body of unknown length, so that a proxy
 /// frames it upstream). Version 20: the access log says HTTP/2.0.
+///
+/// An extended CONNECT (RFC 8441) keeps its method, CONNECT, so that a handler that takes no
+/// tunnel refuses it as any method it does not take; its block is the HTTP/1.1 request that
+/// opens the same tunnel, a GET (what a proxy sends upstream), with no body framing (the bytes
+/// after it are the tunnel's) and, for a WebSocket, a Sec-WebSocket-Key of our own: RFC 8441's
+/// client sends none, and the upstream's Sec-WebSocket-Accept goes no further than us.
 void to_request_head(const h2::request& r, http::request_head& head, std::string& block);
 
 /// Appends the response fields of `head` for HEADERS: names lowered, Server and Date (unless
@@ -57,9 +70,11 @@ public:
     void read_body() override { body_to_handler_ = true; }
     void resume_body() override;
     void abort() override;
-    [[nodiscard]] std::string_view upgrade_asked() const noexcept override { return {}; }
+    [[nodiscard]] std::string_view upgrade_asked() const noexcept override {
+        return upgraded_ ? std::string_view{} : std::string_view(protocol_);
+    }
     void upgrade(http::response_head h) override;
-    void shutdown_output() override {}
+    void shutdown_output() override;
     [[nodiscard]] http::upstream_timing* upstream_record() noexcept override;
 
 private:
@@ -93,6 +108,7 @@ private:
     std::uint64_t received_ = 0;          ///< request body bytes, against max_body_bytes
     std::chrono::steady_clock::time_point started_{};
     http::upstream_timing upstream_;
+    std::string protocol_; ///< an extended CONNECT's :protocol (RFC 8441), else empty
     unsigned status_ = 0;
     bool proxied_ = false;
     bool head_only_ = false;       ///< HEAD, 204, 304: the HEADERS end the stream
@@ -104,6 +120,9 @@ private:
     bool resumed_ = false;         ///< ... and it called resume_body()
     bool gone_ = false;            ///< reset, or the connection went: nothing more is sent
     bool over_ = false;            ///< done(): the record is retired
+    bool upgraded_ = false;        ///< an extended CONNECT became a tunnel (upgrade())
+    bool out_shut_ = false;        ///< the tunnel's other side half-closed: END_STREAM after
+                                   ///< what is pending, the client's bytes still come
 };
 
 } // namespace tarry::server

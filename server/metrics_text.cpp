@@ -272,6 +272,12 @@ void render_h2(std::string& out, const std::vector<worker*>& ws) {
                     sum(ws, [](worker_metrics& m) { return m.h2.streams.get(); }));
     counter_line_to(out, "tarry_h2_streams_total", "counter", "HTTP/2 requests received.",
                     sum(ws, [](worker_metrics& m) { return m.h2.streams_total.get(); }));
+    counter_line_to(out, "tarry_h2_tunnels", "gauge",
+                    "Open tunnels on HTTP/2 streams (WebSockets by extended CONNECT, RFC 8441).",
+                    sum(ws, [](worker_metrics& m) { return m.h2.tunnels.get(); }));
+    counter_line_to(out, "tarry_h2_tunnels_total", "counter",
+                    "Tunnels opened on HTTP/2 streams (WebSockets by extended CONNECT).",
+                    sum(ws, [](worker_metrics& m) { return m.h2.tunnels_total.get(); }));
     const auto by_code = [&](std::string_view name, std::string_view help,
                              std::array<counter, h2c::codes> h2c::*which) {
         family(out, name, "counter", help);

@@ -462,6 +462,13 @@ constexpr std::array setting_rows{
                     "the final GOAWAY at once).",
             .default_text = R"("10s")",
             .apply = apply_timeout<&config::http2_ack_timeout, false>},
+    setting{.key = "http2_ping_interval",
+            .type = "DUR",
+            .help = "HTTP/2: a connection with streams open (WebSockets among them) that sent "
+                    "nothing for this long is sent a PING, and closed if nothing comes back "
+                    "within http2_ack_timeout (a peer gone without a FIN); 0s: off.",
+            .default_text = R"("0s")",
+            .apply = apply_timeout<&config::http2_ping_interval, true>},
     setting{
         .key = "trust_forwarded",
         .type = "BOOL",

@@ -111,6 +111,10 @@ struct worker_metrics {
         std::array<counter, codes> goaways;         ///< GOAWAY frames sent
         std::array<counter, codes> resets_sent;     ///< RST_STREAM frames sent
         std::array<counter, codes> resets_received; ///< the peer's RST_STREAM on an open stream
+        /// Streams that became tunnels (a WebSocket by RFC 8441's extended CONNECT): open, and
+        /// opened in all.
+        counter tunnels;
+        counter tunnels_total;
     };
     h2_counters h2;
     upstream::upstream_counters upstreams; ///< by server, across reloads (after the hot ones)

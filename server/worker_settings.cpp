@@ -51,6 +51,8 @@ worker_settings worker_settings::from(const config& cfg, const http::router* rou
     // counts them (each name and value plus 32).
     s.h2.header_limits.max_list_size = cfg.max_header_bytes;
     s.h2_ack = cfg.http2_ack_timeout;
+    s.h2_ping = cfg.http2_ping_interval;
+    s.h2.probe_peer = cfg.http2_ping_interval > std::chrono::milliseconds::zero();
     // The whole header must fit (Beast parses it contiguously), with room to read past it.
     s.in_buffer_bytes = std::max<std::size_t>(cfg.max_header_bytes + 1024, 8 * std::size_t{1024});
 

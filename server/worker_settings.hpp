@@ -49,6 +49,7 @@ struct worker_settings {
     // reach open connections too (the initial window a connection announced stays its own).
     h2::connection_config h2{};
     timeouts::clock::duration h2_ack = std::chrono::seconds(10); ///< SETTINGS, graceful PING
+    timeouts::clock::duration h2_ping{}; ///< dead-peer PING after this quiet; 0: off
 
     [[nodiscard]] timeouts::clock::duration timeout_for(conn_phase p) const noexcept {
         switch (p) {

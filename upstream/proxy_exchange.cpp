@@ -70,8 +70,14 @@ proxy_exchange::~proxy_exchange() {
 }
 
 void proxy_exchange::start(std::shared_ptr<proxy_exchange> self) {
-    self_ = std::move(self);
     const http::request_head& req = ex_->request();
+    if (!handler_->upgrades() && req.method == bh::verb::connect && !ex_->upgrade_asked().empty()) {
+        // An HTTP/2 extended CONNECT (RFC 8441) on a route that passes no upgrade: forwarded as
+        // a plain GET, its 200 would tell the client its tunnel is open.
+        ex_->respond_text(501, "Not Implemented\n");
+        return;
+    }
+    self_ = std::move(self);
     idempotent_ = is_idempotent(req.method);
     head_request_ = req.method == bh::verb::head;
     const std::string_view upgrade =

@@ -199,6 +199,9 @@ void proxy_tunnel::on_writable() noexcept {
 
 void proxy_tunnel::on_abort() noexcept {
     ex_ = nullptr;
+    // Both sides said all they had, and the client's last bytes are still on their way up (an
+    // HTTP/2 client may close its connection right after its END_STREAM): on_written ends it.
+    if (body_end_ && up_eof_ && write_pending_ && conn_ && !pool_->stopped()) return;
     end(pool_->stopped() ? tunnel_close::shutdown : tunnel_close::client_close);
 }
 

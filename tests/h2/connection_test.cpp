@@ -584,11 +584,16 @@ INSTANTIATE_TEST_SUITE_P(
         malformed_case{"CONNECT with :path",
                        field_list{{":method", "CONNECT"}, {":authority", "a:443"}, {":path", "/"}}},
         malformed_case{"CONNECT without :authority", field_list{{":method", "CONNECT"}}},
-        malformed_case{":protocol not enabled", field_list{{":method", "CONNECT"},
-                                                           {":protocol", "websocket"},
-                                                           {":scheme", "https"},
-                                                           {":path", "/chat"},
-                                                           {":authority", "a"}}}),
+        malformed_case{":protocol on a GET", with(browser_get(), {":protocol", "websocket"})},
+        malformed_case{"extended CONNECT without :path", field_list{{":method", "CONNECT"},
+                                                                    {":protocol", "websocket"},
+                                                                    {":scheme", "https"},
+                                                                    {":authority", "a"}}},
+        malformed_case{"empty :protocol", field_list{{":method", "CONNECT"},
+                                                     {":protocol", ""},
+                                                     {":scheme", "https"},
+                                                     {":path", "/chat"},
+                                                     {":authority", "a"}}}),
     [](const auto& p) { return "Case" + std::to_string(p.index); });
 
 TEST_F(connection_test, TeTrailersOptionsStarAndConnectAreWellFormed) {
@@ -601,8 +606,73 @@ TEST_F(connection_test, TeTrailersOptionsStarAndConnectAreWellFormed) {
     EXPECT_TRUE(only(frames(), frame_type::rst_stream).empty());
 }
 
+TEST_F(connection_test, ProtocolWithoutTheSettingIsMalformed) {
+    config.enable_connect_protocol = false; // RFC 8441 3: :protocol only after our SETTINGS say 1
+    open();
+    send(headers_frame(1,
+                       {{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "https"},
+                        {":path", "/chat"},
+                        {":authority", "a"}},
+                       false));
+    const auto r = only(frames(), frame_type::rst_stream);
+    ASSERT_EQ(r.size(), 1U);
+    EXPECT_EQ(r[0].code(), static_cast<std::uint32_t>(error_code::protocol_error));
+    EXPECT_TRUE(owner.requests.empty());
+    expect_alive();
+}
+
+TEST_F(connection_test, ExtendedConnectIsOnByDefault) {
+    open(false);
+    const auto f = frames();
+    ASSERT_FALSE(f.empty());
+    h2::settings s;
+    EXPECT_EQ(h2::apply_settings(s, h2::as_bytes(f[0].payload)), error_code::no_error);
+    EXPECT_EQ(s.enable_connect_protocol, 1U);
+}
+
+TEST_F(connection_test, ExtendedConnectHasNoBodyDeadline) {
+    // Its DATA are a tunnel's bytes: the tunnel's idle timeout watches them, not body_timeout.
+    open();
+    send(headers_frame(1,
+                       {{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "https"},
+                        {":path", "/chat"},
+                        {":authority", "a"}},
+                       false));
+    ASSERT_EQ(owner.requests.count(1), 1U);
+    EXPECT_FALSE(owner.watched(1, h2::watch::body));
+    send(data_frame(1, "frame", false));
+    EXPECT_FALSE(owner.watched(1, h2::watch::body));
+    send(headers_frame(3, post(5), false)); // an ordinary body beside it is watched
+    EXPECT_TRUE(owner.watched(3, h2::watch::body));
+}
+
+TEST_F(connection_test, ARefusedExtendedConnectIsWatchedAsAnyRequest) {
+    open();
+    send(headers_frame(1,
+                       {{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "https"},
+                        {":path", "/chat"},
+                        {":authority", "a"}},
+                       false));
+    send(headers_frame(3,
+                       {{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "https"},
+                        {":path", "/chat"},
+                        {":authority", "a"}},
+                       false));
+    conn->respond(1, 200, {}, false, out); // the tunnel is open: still no body deadline
+    EXPECT_FALSE(owner.watched(1, h2::watch::body));
+    conn->respond(3, 403, {}, true, out); // refused: the rest of its request is a body
+    EXPECT_TRUE(owner.watched(3, h2::watch::body));
+}
+
 TEST_F(connection_test, ExtendedConnectWhenEnabled) {
-    config.enable_connect_protocol = true;
     open();
     send(headers_frame(1,
                        {{":method", "CONNECT"},
@@ -1134,6 +1204,77 @@ TEST_F(connection_test, GracefulPingWaitIsTheOwnersDeadline) {
     conn->shutdown(out); // once only
     send(raw_frame(frame_type::ping, flag::ack, 0, f[1].payload));
     EXPECT_TRUE(frames().empty());
+}
+
+// Dead-peer detection (connection_config::probe_peer).
+
+TEST_F(connection_test, NoProbeUnlessAsked) {
+    open();
+    send(headers_frame(1, post(5), false));
+    EXPECT_FALSE(owner.watched(0, watch::probe)); // off by default
+}
+
+TEST_F(connection_test, NoProbeWhileIdle) {
+    config.probe_peer = true;
+    open();
+    EXPECT_FALSE(owner.watched(0, watch::probe)); // no stream: the keep-alive timeout's time
+    send(headers_frame(1, browser_get(), true));
+    EXPECT_TRUE(owner.watched(0, watch::probe));
+    conn->respond(1, 200, {}, true, out); // the last stream ends: so does the probe
+    EXPECT_FALSE(owner.watched(0, watch::probe));
+    EXPECT_FALSE(owner.watched(0, watch::probe_ack));
+}
+
+TEST_F(connection_test, AQuietPeerIsPingedAndAnythingReadAnswersIt) {
+    config.probe_peer = true;
+    open();
+    send(headers_frame(1, post(5), false));
+    const int before = owner.starts[{0, watch::probe}];
+    send(data_frame(1, "ab", false));
+    EXPECT_EQ((owner.starts[{0, watch::probe}]), before + 1); // a read: the interval from now
+    expire(0, watch::probe);
+    const auto p = only(frames(), frame_type::ping);
+    ASSERT_EQ(p.size(), 1U);
+    EXPECT_FALSE(p[0].has(flag::ack));
+    EXPECT_TRUE(owner.watched(0, watch::probe_ack));
+    send(raw_frame(frame_type::ping, flag::ack, 0, p[0].payload));
+    EXPECT_FALSE(owner.watched(0, watch::probe_ack));
+    EXPECT_TRUE(owner.watched(0, watch::probe));
+    expire(0, watch::probe);
+    ASSERT_EQ(only(frames(), frame_type::ping).size(), 1U);
+    send(data_frame(1, "c", false)); // not the ACK, but the peer is alive all the same
+    EXPECT_FALSE(owner.watched(0, watch::probe_ack));
+    expect_alive();
+}
+
+TEST_F(connection_test, NoAnswerToTheProbeEndsTheConnection) {
+    config.probe_peer = true;
+    open();
+    send(headers_frame(1, post(5), false));
+    expire(0, watch::probe);
+    frames();
+    expire(0, watch::probe_ack);
+    const auto g = only(frames(), frame_type::goaway);
+    ASSERT_EQ(g.size(), 1U);
+    EXPECT_EQ(g[0].code(), static_cast<std::uint32_t>(error_code::no_error));
+    EXPECT_TRUE(conn->closing());
+    EXPECT_EQ(owner.resets.size(), 1U) << "the open stream is told";
+    EXPECT_FALSE(owner.any_watched());
+}
+
+TEST_F(connection_test, TheProbesAckIsNotTheGracefulOnes) {
+    config.probe_peer = true;
+    open();
+    send(headers_frame(1, post(5), false));
+    conn->shutdown(out);
+    frames();
+    expire(0, watch::probe);
+    const auto p = only(frames(), frame_type::ping);
+    ASSERT_EQ(p.size(), 1U);
+    send(raw_frame(frame_type::ping, flag::ack, 0, p[0].payload));
+    // Still waiting for the graceful PING's answer: no final GOAWAY yet.
+    EXPECT_TRUE(only(frames(), frame_type::goaway).empty());
+    EXPECT_TRUE(owner.watched(0, watch::ping));
 }
 
 TEST_F(connection_test, ConnectionErrorEndsEveryDeadline) {

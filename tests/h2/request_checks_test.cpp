@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
 namespace h2 = tarry::h2;
 
 namespace {
@@ -74,6 +78,112 @@ TEST(RequestChecks, ProtocolIsKnownOnlyWhenEnabled) {
     get.field(":scheme", "https");
     get.field(":path", "/");
     EXPECT_FALSE(get.finish());
+}
+
+// RFC 8441, 4 and 5: the extended CONNECT's pseudo-fields.
+
+h2::request_checks extended(std::initializer_list<std::pair<std::string_view, std::string_view>> f,
+                            bool enabled = true) {
+    h2::request_checks c(false, enabled);
+    for (const auto& [name, value] : f)
+        c.field(name, value);
+    return c;
+}
+
+TEST(RequestChecks, ExtendedConnectNeedsAllFourPseudoFields) {
+    auto ok = extended({{":method", "CONNECT"},
+                        {":protocol", "websocket"},
+                        {":scheme", "http"},
+                        {":path", "/ws?room=1"},
+                        {":authority", "a.example"},
+                        {"sec-websocket-version", "13"},
+                        {"sec-websocket-protocol", "chat"}});
+    EXPECT_TRUE(ok.finish());
+    EXPECT_EQ(ok.protocol, "websocket");
+    EXPECT_EQ(ok.path, "/ws?room=1");
+    EXPECT_FALSE(extended({{":method", "CONNECT"},
+                           {":protocol", "websocket"},
+                           {":path", "/"},
+                           {":authority", "a"}})
+                     .finish()); // no :scheme
+    EXPECT_FALSE(extended({{":method", "CONNECT"},
+                           {":protocol", "websocket"},
+                           {":scheme", "https"},
+                           {":authority", "a"}})
+                     .finish()); // no :path
+    EXPECT_FALSE(extended({{":method", "CONNECT"},
+                           {":protocol", "websocket"},
+                           {":scheme", "https"},
+                           {":path", "/"}})
+                     .finish()); // no :authority
+    EXPECT_FALSE(extended({{":method", "CONNECT"},
+                           {":protocol", "websocket"},
+                           {":scheme", "https"},
+                           {":path", ""},
+                           {":authority", "a"}})
+                     .finish()); // an empty :path
+    EXPECT_FALSE(extended({{":method", "CONNECT"},
+                           {":protocol", ""},
+                           {":scheme", "https"},
+                           {":path", "/"},
+                           {":authority", "a"}})
+                     .finish()); // an empty :protocol
+}
+
+TEST(RequestChecks, ProtocolOnlyWithConnect) {
+    for (std::string_view method : {"GET", "POST", "OPTIONS"}) {
+        auto c = extended({{":method", method},
+                           {":protocol", "websocket"},
+                           {":scheme", "https"},
+                           {":path", "/"},
+                           {":authority", "a"}});
+        EXPECT_FALSE(c.finish()) << method;
+    }
+}
+
+TEST(RequestChecks, ProtocolTwiceOrAfterARegularFieldIsMalformed) {
+    auto twice =
+        extended({{":method", "CONNECT"}, {":protocol", "websocket"}, {":protocol", "websocket"}});
+    EXPECT_TRUE(twice.malformed());
+    auto late = extended({{":method", "CONNECT"},
+                          {":scheme", "https"},
+                          {":path", "/"},
+                          {":authority", "a"},
+                          {"sec-websocket-version", "13"},
+                          {":protocol", "websocket"}});
+    EXPECT_TRUE(late.malformed());
+    h2::request_checks trailers(true, true);
+    EXPECT_FALSE(trailers.field(":protocol", "websocket"));
+}
+
+TEST(RequestChecks, ProtocolWithoutTheSettingIsUnknown) {
+    auto c = extended({{":method", "CONNECT"},
+                       {":protocol", "websocket"},
+                       {":scheme", "https"},
+                       {":path", "/"},
+                       {":authority", "a"}},
+                      false);
+    EXPECT_TRUE(c.malformed());
+}
+
+TEST(RequestChecks, PlainConnectIsUnchangedWhenEnabled) {
+    auto plain = extended({{":method", "CONNECT"}, {":authority", "a.example:443"}});
+    EXPECT_TRUE(plain.finish());
+    EXPECT_TRUE(plain.protocol.empty());
+    EXPECT_FALSE(
+        extended({{":method", "CONNECT"}, {":authority", "a:443"}, {":path", "/"}}).finish());
+    EXPECT_FALSE(
+        extended({{":method", "CONNECT"}, {":authority", "a:443"}, {":scheme", "https"}}).finish());
+}
+
+TEST(RequestChecks, ExtendedConnectAuthorityAndHostAgree) {
+    EXPECT_FALSE(extended({{":method", "CONNECT"},
+                           {":protocol", "websocket"},
+                           {":scheme", "https"},
+                           {":path", "/"},
+                           {":authority", "a"},
+                           {"host", "b"}})
+                     .finish());
 }
 
 } // namespace
