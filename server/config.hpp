@@ -70,11 +70,11 @@ struct upstream_config {
     duration tunnel_idle_timeout = 1h; ///< an upgrade tunnel with no byte either way
     // TLS to the servers: `tls = true`, or servers written https://HOST:PORT.
     bool tls = false;
-    bool tls_verify = true;                ///< false: any certificate is taken
-    std::filesystem::path tls_ca_file;     ///< empty: the system's store
-    std::string tls_server_name;           ///< verified (and SNI); empty: each server's host
-    std::filesystem::path tls_client_certificate; ///< mTLS; empty: none
-    std::filesystem::path tls_client_certificate_key;
+    bool tls_verify = true;              ///< false: any certificate is taken
+    std::filesystem::path tls_ca_file{}; ///< empty: the system's store
+    std::string tls_server_name{};       ///< verified (and SNI); empty: each server's host
+    std::filesystem::path tls_client_certificate{}; ///< mTLS; empty: none
+    std::filesystem::path tls_client_certificate_key{};
     /// Whether its servers are reached over TLS.
     [[nodiscard]] bool secure() const noexcept {
         return tls || std::any_of(servers.begin(), servers.end(),

@@ -57,8 +57,7 @@ inline constexpr std::string_view listen_expected =
 inline constexpr std::string_view admin_expected =
     R"(expected HOST:PORT such as "127.0.0.1:9090", "[::1]:9090" or ":9090")";
 inline constexpr std::string_view server_expected =
-    R"(expected HOST:PORT such as "127.0.0.1:3000", https://HOST:PORT, or unix:PATH such as )"
-    R"("unix:/run/app.sock")";
+    R"(expected HOST:PORT such as "127.0.0.1:3000" or unix:PATH such as "unix:/run/app.sock")";
 inline constexpr std::string_view resolver_expected =
     R"(expected a DNS server such as "127.0.0.53", "10.0.0.2:53" or "[::1]:5353")";
 

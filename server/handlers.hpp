@@ -5,8 +5,8 @@
 #include <tarry/net/poller.hpp>
 
 #include <tarry/http/router.hpp>
-#include <tarry/tls/client_context.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
+#include <tarry/tls/client_context.hpp>
 #include <tarry/upstream/name_table.hpp>
 
 #include <boost/asio/io_context.hpp>

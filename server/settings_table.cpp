@@ -787,25 +787,21 @@ constexpr std::array upstream_rows{
                          "closed, both sides (HAProxy's timeout tunnel).",
                      .default_text = R"("1h")",
                      .apply = apply_upstream_timeout<&upstream_config::tunnel_idle_timeout>},
-    upstream_setting{.key = "tls",
-                     .type = "BOOL",
-                     .help = "TLS to every server (as writing each https://HOST:PORT), its "
-                             "certificate verified.",
-                     .default_text = "false",
-                     .apply =
-                         [](upstream_config& u, const setting_value& v) {
-                             u.tls = read_bool(v, true);
-                         }},
+    upstream_setting{
+        .key = "tls",
+        .type = "BOOL",
+        .help = "TLS to every server (as writing each https://HOST:PORT), its "
+                "certificate verified.",
+        .default_text = "false",
+        .apply = [](upstream_config& u, const setting_value& v) { u.tls = read_bool(v, true); }},
     upstream_setting{.key = "tls_verify",
                      .type = "BOOL",
                      .help = "Verify each server's certificate against tls_ca_file (or the "
                              "system's store) and its name. false takes ANY certificate: "
                              "whoever is on the path can read and change the traffic.",
                      .default_text = "true",
-                     .apply =
-                         [](upstream_config& u, const setting_value& v) {
-                             u.tls_verify = read_bool(v, true);
-                         }},
+                     .apply = [](upstream_config& u,
+                                 const setting_value& v) { u.tls_verify = read_bool(v, true); }},
     upstream_setting{.key = "tls_ca_file",
                      .type = "FILE",
                      .help = "The certificates (PEM) a server's chain must lead to, instead of "
@@ -827,11 +823,11 @@ constexpr std::array upstream_rows{
         .type = "FILE",
         .help = "A client certificate (PEM, then its chain) for servers that ask for one (mTLS).",
         .apply = apply_file<upstream_config, &upstream_config::tls_client_certificate>},
-    upstream_setting{
-        .key = "tls_client_certificate_key",
-        .type = "FILE",
-        .help = "The private key of tls_client_certificate (PEM).",
-        .apply = apply_file<upstream_config, &upstream_config::tls_client_certificate_key>},
+    upstream_setting{.key = "tls_client_certificate_key",
+                     .type = "FILE",
+                     .help = "The private key of tls_client_certificate (PEM).",
+                     .apply =
+                         apply_file<upstream_config, &upstream_config::tls_client_certificate_key>},
 };
 
 constexpr std::array tls_rows{

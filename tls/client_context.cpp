@@ -67,8 +67,8 @@ bool try_again() noexcept {
 
 BIO_METHOD* socket_method() noexcept {
     static BIO_METHOD* const method = [] {
-        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
-                                     "tarry upstream socket");
+        BIO_METHOD* m =
+            BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tarry upstream socket");
         if (m == nullptr) return m;
         BIO_meth_set_read(m, [](BIO* b, char* out, int len) {
             BIO_clear_retry_flags(b);
@@ -129,9 +129,9 @@ client_context::client_context(const client_settings& settings) : verify_(settin
         if (const std::string why = unreadable(ca); !why.empty())
             throw error(settings.ca_file_setting + ": " + ca + ": " + why);
     if (cert.empty() != key.empty())
-        throw error(cert.empty() ? settings.key_setting + ": needs " + settings.certificate_setting
-                                 : settings.certificate_setting + ": needs " +
-                                       settings.key_setting);
+        throw error(cert.empty()
+                        ? settings.key_setting + ": needs " + settings.certificate_setting
+                        : settings.certificate_setting + ": needs " + settings.key_setting);
     if (!cert.empty()) {
         if (const std::string why = unreadable(cert); !why.empty())
             throw error(settings.certificate_setting + ": " + cert + ": " + why);
@@ -158,15 +158,14 @@ client_context::client_context(const client_settings& settings) : verify_(settin
     if (SSL_CTX_set_alpn_protos(ctx_, alpn, sizeof alpn) != 0) fail("ALPN: " + last_error());
     // Sessions go to the connection's slot, not to OpenSSL's cache (which a client does not
     // look up by itself anyway).
-    SSL_CTX_set_session_cache_mode(ctx_,
-                                   SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx_, on_new_session);
     if (verify_) {
         SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
         if (!ca.empty()) {
             if (SSL_CTX_load_verify_locations(ctx_, ca.c_str(), nullptr) != 1)
-                fail(settings.ca_file_setting + ": " + ca + ": no usable certificate (OpenSSL: " +
-                     last_error() + ")");
+                fail(settings.ca_file_setting + ": " + ca +
+                     ": no usable certificate (OpenSSL: " + last_error() + ")");
         } else if (SSL_CTX_set_default_verify_paths(ctx_) != 1) {
             fail(settings.ca_file_setting + ": the system's certificate store: " + last_error());
         }
@@ -178,8 +177,8 @@ client_context::client_context(const client_settings& settings) : verify_(settin
             fail(settings.certificate_setting + ": " + cert + ": not a usable certificate (" +
                  last_error() + ")");
         if (SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM) != 1)
-            fail(settings.key_setting + ": " + key + ": not a usable private key (" +
-                 last_error() + ")");
+            fail(settings.key_setting + ": " + key + ": not a usable private key (" + last_error() +
+                 ")");
         if (SSL_CTX_check_private_key(ctx_) != 1) {
             ERR_clear_error();
             fail(settings.key_setting + ": " + key + ": the key does not match the certificate " +
@@ -234,8 +233,7 @@ std::string client_context::failure(SSL* ssl, int ssl_error) {
     const long verified = SSL_get_verify_result(ssl);
     if (verified != X509_V_OK) {
         ERR_clear_error();
-        return std::string("certificate verify failed: ") +
-               X509_verify_cert_error_string(verified);
+        return std::string("certificate verify failed: ") + X509_verify_cert_error_string(verified);
     }
     if (ERR_peek_last_error() != 0) return last_error();
     if (ssl_error == SSL_ERROR_SYSCALL)

@@ -20,9 +20,9 @@ namespace tarry::tls {
 /// What an upstream's TLS is configured with. The settings' names prefix every message
 /// ("upstream.app.tls_ca_file: /etc/ca.pem: missing (no such file)").
 struct client_settings {
-    std::filesystem::path ca_file; ///< PEM; empty: the system's store (OpenSSL's default paths)
-    bool verify = true;            ///< false: any certificate is taken (never by default)
-    std::filesystem::path certificate;     ///< a client certificate (mTLS); empty: none
+    std::filesystem::path ca_file;     ///< PEM; empty: the system's store (OpenSSL's default paths)
+    bool verify = true;                ///< false: any certificate is taken (never by default)
+    std::filesystem::path certificate; ///< a client certificate (mTLS); empty: none
     std::filesystem::path certificate_key; ///< its key
     std::string ca_file_setting = "tls_ca_file";
     std::string certificate_setting = "tls_client_certificate";

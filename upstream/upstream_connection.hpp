@@ -196,10 +196,10 @@ private:
     bool hung_up_ = false;
     bool connecting_ = false;
     bool handshaking_ = false; ///< TLS: connected, the handshake not done
-    bool write_owed_ = false; ///< on_written is owed
-    bool running_ = false;    ///< inside run(): what is asked now is delivered by it
-    bool kicked_ = false;     ///< a run() is posted
-    bool deferred_ = false;   ///< the write waits in the worker's batch of sends
+    bool write_owed_ = false;  ///< on_written is owed
+    bool running_ = false;     ///< inside run(): what is asked now is delivered by it
+    bool kicked_ = false;      ///< a run() is posted
+    bool deferred_ = false;    ///< the write waits in the worker's batch of sends
 };
 
 } // namespace tarry::upstream

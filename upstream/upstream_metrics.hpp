@@ -65,12 +65,12 @@ struct upstream_metrics {
         }
     };
 
-    counter idle;     ///< gauge: connections idle in the pool
-    counter busy;     ///< gauge: connections carrying a request (connecting included)
-    counter opened;   ///< connections opened
-    counter reused;   ///< requests sent on a pooled connection
-    counter requests; ///< requests sent (first attempts)
-    counter retries;  ///< requests replayed after a reused connection died unanswered
+    counter idle;           ///< gauge: connections idle in the pool
+    counter busy;           ///< gauge: connections carrying a request (connecting included)
+    counter opened;         ///< connections opened
+    counter reused;         ///< requests sent on a pooled connection
+    counter requests;       ///< requests sent (first attempts)
+    counter retries;        ///< requests replayed after a reused connection died unanswered
     counter tls_handshakes; ///< TLS handshakes completed (https:// servers)
     counter tls_resumed;    ///< ... of which resumed a session (abbreviated: no certificate)
     std::array<counter, static_cast<std::size_t>(upstream_error::count_)> errors;

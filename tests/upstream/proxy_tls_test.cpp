@@ -202,8 +202,8 @@ TEST_F(ProxyTlsTest, ACertificateThatDoesNotVerifyIs502CountedAndLogged) {
 
 TEST_F(ProxyTlsTest, ANameTheCertificateDoesNotHaveIs502) {
     tls_backend node("server");
-    start_with(node.port(), "tls_ca_file = \"" + cert("ca.pem") +
-                                "\"\ntls_server_name = \"other.example\"");
+    start_with(node.port(),
+               "tls_ca_file = \"" + cert("ca.pem") + "\"\ntls_server_name = \"other.example\"");
     const auto r = get();
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->status, 502);
@@ -299,12 +299,12 @@ TEST_F(ProxyTlsTest, AReloadWithTlsConnectionsPooled) {
 
 TEST_F(ProxyTlsTest, AnIdlePooledTlsConnectionKeepsNoRecordBuffers) {
     tls_backend node("server");
-    start_with(node.port(), "tls_ca_file = \"" + cert("ca.pem") + "\"");
+    start_with(node.port(),
+               "tls_ca_file = \"" + cert("ca.pem") + "\"\nidle_timeout = \"3s\"\nmax_idle = 1000");
     ASSERT_EQ(get()->status, 200); // the worker's first allocations, and a session to resume
-    ASSERT_TRUE(eventually([&] { return stat("connections") == 1; }));
-    // n requests at once: n connections, then n idle in the pool.
+    // n requests at once: n connections, then n idle in the pool, until idle_timeout closes
+    // them: what they held is what the heap gives back then.
     constexpr int n = 64;
-    const std::int64_t before = heap_in_use();
     std::vector<std::thread> clients;
     std::atomic<int> ok{0};
     for (int i = 0; i < n; ++i)
@@ -317,11 +317,14 @@ TEST_F(ProxyTlsTest, AnIdlePooledTlsConnectionKeepsNoRecordBuffers) {
     ASSERT_EQ(ok, n);
     const long long idle = metric("tarry_upstream_connections", ",state=\"idle\"");
     ASSERT_GE(idle, n);
-    const std::int64_t per = (heap_in_use() - before) / (idle - 1);
+    const std::int64_t pooled = heap_in_use();
+    ASSERT_TRUE(eventually(
+        [&] { return metric("tarry_upstream_connections", ",state=\"idle\"") == 0; }, 20s));
+    const std::int64_t per = (pooled - heap_in_use()) / idle;
     std::printf("an idle pooled TLS connection: %lld B of heap\n", static_cast<long long>(per));
-    // Its SSL object and socket state; its record buffers (34 KiB or more) released. The
-    // figure with its command is in load/README.md; this bounds it loosely.
-    EXPECT_LT(per, 16 * 1024);
+    // Its SSL object (14 to 21 KB with OpenSSL 3.0), its record buffers released: 54 KB a
+    // connection without SSL_MODE_RELEASE_BUFFERS. This bounds it loosely.
+    EXPECT_LT(per, 32 * 1024);
 }
 
 // --- --check-config --------------------------------------------------------------------------
@@ -355,8 +358,7 @@ TEST_F(ProxyTlsCheckConfigTest, AClientCertificateThatCannotBeReadIsRefused) {
                         "(no such file)\n");
     const run_result alone = check("tls_client_certificate = \"" + cert("client.pem") + "\"");
     EXPECT_EQ(alone.status, 2) << alone.output;
-    EXPECT_NE(alone.output.find("needs upstream.app.tls_client_certificate_key"),
-              std::string::npos)
+    EXPECT_NE(alone.output.find("needs upstream.app.tls_client_certificate_key"), std::string::npos)
         << alone.output;
 }
 
