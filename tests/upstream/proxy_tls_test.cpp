@@ -25,6 +25,10 @@
 #include <thread>
 #include <vector>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace tarry::test {
 namespace {
 
@@ -220,6 +224,43 @@ TEST_F(ProxyTlsTest, TheServerNameIsSentAsSniAndVerified) {
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(r->body, "localhost");
+}
+
+TEST_F(ProxyTlsTest, TheTlsKeyWithLocalhostVerifiesTheNameLocalhost) {
+    tls_backend node("server"); // on 127.0.0.1 only: ::1, localhost's other address, refuses
+    app = node.port();
+    write("listen = [\"127.0.0.1:0\"]\n[upstream.app]\nservers = [\"localhost:" +
+          std::to_string(app) + "\"]\ntls = true\ntls_ca_file = \"" + cert("ca.pem") +
+          "\"\n[[route]]\nprefix = \"/\"\nupstream = \"app\"\n");
+    spdlog::default_logger()->sinks().push_back(lines);
+    start();
+    port = srv->endpoints().at(0).port();
+    for (int i = 0; i < 3; ++i) {
+        const auto r = get("/servername");
+        ASSERT_TRUE(r.has_value());
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(r->body, "localhost");
+    }
+}
+
+TEST_F(ProxyTlsTest, AServerThatNeverAnswersTheHandshakeTimesOutWithinConnectTimeout) {
+    // A listening socket nobody accepts from: the TCP connect succeeds (the kernel's backlog),
+    // the ClientHello is never answered.
+    const int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(silent, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&a), len), 0);
+    ASSERT_EQ(::listen(silent, 16), 0);
+    ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    start_with(ntohs(a.sin_port), "connect_timeout = \"300ms\"");
+    const auto r = get();
+    ::close(silent);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 504);
+    EXPECT_EQ(metric("tarry_upstream_errors_total", ",kind=\"timeout\""), 1);
 }
 
 TEST_F(ProxyTlsTest, VerifyOffTakesAnyCertificate) {
