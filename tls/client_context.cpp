@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 
 namespace tarry::tls {
@@ -58,7 +57,7 @@ std::string unreadable(const std::string& path) {
 /// upstream that reset the connection is an error, never a SIGPIPE (OpenSSL's own socket BIO
 /// calls write()), whatever the embedding program does with the signal.
 int fd_of(BIO* b) noexcept {
-    return static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b)));
+    return *static_cast<const int*>(BIO_get_data(b));
 }
 
 bool try_again() noexcept {
@@ -191,7 +190,8 @@ client_context::~client_context() {
     if (ctx_ != nullptr) SSL_CTX_free(ctx_);
 }
 
-SSL* client_context::new_ssl(int fd, const std::string& name, session_slot* slot) const noexcept {
+SSL* client_context::new_ssl(const int& fd, const std::string& name,
+                             session_slot* slot) const noexcept {
     SSL* ssl = SSL_new(ctx_);
     if (ssl == nullptr) return nullptr;
     in6_addr any{};
@@ -203,8 +203,8 @@ SSL* client_context::new_ssl(int fd, const std::string& name, session_slot* slot
         ERR_clear_error();
         return nullptr;
     }
-    BIO_set_data(bio, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)));
-    SSL_set_bio(ssl, bio, bio); // the SSL owns it now
+    BIO_set_data(bio, const_cast<int*>(&fd)); // only read
+    SSL_set_bio(ssl, bio, bio);               // the SSL owns it now
     bool ok = true;
     if (ok && !name.empty()) {
         if (numeric) { // RFC 6066: no address in SNI; the certificate must name the address

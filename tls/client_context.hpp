@@ -58,11 +58,13 @@ public:
     client_context& operator=(const client_context&) = delete;
     ~client_context();
 
-    /// A client SSL on `fd`, for a server verified as `name` (a DNS name: sent as SNI too; a
+    /// A client SSL on the socket `fd` (its owner's descriptor, read at each socket call: it
+    /// must outlive the SSL), for a server verified as `name` (a DNS name: sent as SNI too; a
     /// numeric address: matched against the certificate's IP addresses, no SNI), offering the
     /// session in `slot` and giving it the server's new ones. Null when OpenSSL is out of memory.
     /// `slot` must outlive the SSL.
-    [[nodiscard]] SSL* new_ssl(int fd, const std::string& name, session_slot* slot) const noexcept;
+    [[nodiscard]] SSL* new_ssl(const int& fd, const std::string& name,
+                               session_slot* slot) const noexcept;
 
     /// Why a handshake failed, in words, for the error log: the verification's reason
     /// ("certificate has expired", "self-signed certificate", "hostname mismatch"), else
