@@ -2,6 +2,7 @@
 
 #include <tarry/timeouts/expire_batch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,7 @@ struct upstream_server {
     std::string host;
     std::uint16_t port = 0;
     std::filesystem::path unix_path; ///< a Unix socket when not empty (host and port unused)
+    bool tls = false;                ///< written https://HOST:PORT
     friend bool operator==(const upstream_server&, const upstream_server&) = default;
 };
 
@@ -66,6 +68,18 @@ struct upstream_config {
     duration read_timeout = 60s;       ///< gap between reads of the response body
     duration fail_timeout = 10s;       ///< a server that refused or timed out is skipped this long
     duration tunnel_idle_timeout = 1h; ///< an upgrade tunnel with no byte either way
+    // TLS to the servers: `tls = true`, or servers written https://HOST:PORT.
+    bool tls = false;
+    bool tls_verify = true;              ///< false: any certificate is taken
+    std::filesystem::path tls_ca_file{}; ///< empty: the system's store
+    std::string tls_server_name{};       ///< verified (and SNI); empty: each server's host
+    std::filesystem::path tls_client_certificate{}; ///< mTLS; empty: none
+    std::filesystem::path tls_client_certificate_key{};
+    /// Whether its servers are reached over TLS.
+    [[nodiscard]] bool secure() const noexcept {
+        return tls || std::any_of(servers.begin(), servers.end(),
+                                  [](const upstream_server& s) { return s.tls; });
+    }
     friend bool operator==(const upstream_config&, const upstream_config&) = default;
 };
 

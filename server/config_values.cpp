@@ -315,7 +315,14 @@ void add_listen(std::vector<listen_address>& list, const std::string& text,
 
 void add_server(std::vector<upstream_server>& list, const std::string& text,
                 const std::string& what) {
-    upstream_server server = parse_upstream_server(text, what);
+    // https://HOST:PORT, as nginx's proxy_pass https:// (an upstream is TLS or not, whole).
+    constexpr std::string_view https = "https://";
+    const bool tls = text.starts_with(https);
+    upstream_server server = parse_upstream_server(tls ? text.substr(https.size()) : text, what);
+    server.tls = tls;
+    if (tls && !server.unix_path.empty()) fail(what, quote(text) + ": TLS is for TCP servers");
+    if (!list.empty() && list.front().tls != tls)
+        fail(what, quote(text) + ": every server of an upstream is https:// or none is");
     if (std::find(list.begin(), list.end(), server) != list.end()) {
         fail(what, quote(text) + " is listed twice");
     }

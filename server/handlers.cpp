@@ -32,9 +32,12 @@ upstream::upstream_settings settings_of(const upstream_config& u, const config& 
         }
         // A numeric address, localhost (127.0.0.1 and ::1), or a DNS name (its addresses come
         // from ctx.names).
-        for (auto& a : upstream::server_address::of_host(server.host, server.port))
+        for (auto& a : upstream::server_address::of_host(server.host, server.port)) {
+            if (!u.tls_server_name.empty()) a.tls_name = u.tls_server_name;
             s.servers.push_back(std::move(a));
+        }
     }
+    s.tls = upstream_tls(u);
     s.balance = u.balance == upstream_config::balance_kind::least_conn
                     ? upstream::upstream_settings::balance_mode::least_conn
                     : upstream::upstream_settings::balance_mode::round_robin;
@@ -171,6 +174,24 @@ std::shared_ptr<http::handler> make_handler(const route_config& route, const sit
 }
 
 } // namespace
+
+std::shared_ptr<const tls::client_context> upstream_tls(const upstream_config& u) {
+    if (!u.secure()) return nullptr;
+    tls::client_settings t;
+    t.verify = u.tls_verify;
+    t.ca_file = u.tls_ca_file;
+    t.certificate = u.tls_client_certificate;
+    t.certificate_key = u.tls_client_certificate_key;
+    const std::string prefix = "upstream." + u.name + ".";
+    t.ca_file_setting = prefix + "tls_ca_file";
+    t.certificate_setting = prefix + "tls_client_certificate";
+    t.key_setting = prefix + "tls_client_certificate_key";
+    try {
+        return std::make_shared<const tls::client_context>(t);
+    } catch (const tls::error& e) {
+        throw config_error(e.what());
+    }
+}
 
 std::shared_ptr<http::router>
 build_router(const config& cfg, const std::vector<custom_route>& custom, handler_context& ctx) {

@@ -6,6 +6,7 @@
 
 #include <tarry/http/router.hpp>
 #include <tarry/timeouts/timeout_registry.hpp>
+#include <tarry/tls/client_context.hpp>
 #include <tarry/upstream/name_table.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -38,6 +39,10 @@ struct custom_route {
     std::string prefix;
     handler_maker make;
 };
+
+/// An upstream's TLS context, or null for plain TCP. Throws config_error naming the key and the
+/// file when a CA file or the client certificate cannot be used.
+std::shared_ptr<const tls::client_context> upstream_tls(const upstream_config& u);
 
 /// Builds one worker's router: the configured routes (effective_routes: the [[route]] tables,
 /// and "/" to the docroot or the built-in answer), then the custom ones. Throws (std::system_error,

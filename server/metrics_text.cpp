@@ -60,6 +60,8 @@ upstream_sample& upstream_sample::operator+=(const upstream_sample& u) noexcept 
     reused += u.reused;
     requests += u.requests;
     retries += u.retries;
+    tls_handshakes += u.tls_handshakes;
+    tls_resumed += u.tls_resumed;
     add(errors, u.errors);
     add(closes, u.closes);
     add(response_buckets, u.response_buckets);
@@ -103,6 +105,12 @@ void render_upstreams(std::string& out, const std::vector<worker_snapshot>& snap
     each("tarry_upstream_retries_total",
          "Idempotent requests replayed once after a reused connection died unanswered.",
          [](const upstream_sample& u) { return u.retries; });
+    each("tarry_upstream_tls_handshakes_total",
+         "TLS handshakes with an https:// server completed (resumed ones included).",
+         [](const upstream_sample& u) { return u.tls_handshakes; });
+    each("tarry_upstream_tls_resumed_total",
+         "TLS handshakes with an https:// server that resumed a session.",
+         [](const upstream_sample& u) { return u.tls_resumed; });
     family(out, "tarry_upstream_errors_total", "counter", "Upstream failures, by kind.");
     for (const auto& [name, u] : all)
         for (std::size_t i = 0; i < u.errors.size(); ++i)
@@ -184,6 +192,8 @@ worker_snapshot take_snapshot(worker& w) {
         u.reused = m.reused.get();
         u.requests = m.requests.get();
         u.retries = m.retries.get();
+        u.tls_handshakes = m.tls_handshakes.get();
+        u.tls_resumed = m.tls_resumed.get();
         read(u.errors, m.errors);
         read(u.closes, m.closes);
         read(u.response_buckets, m.response_buckets);

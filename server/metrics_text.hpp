@@ -28,6 +28,7 @@ class worker;
 /// One upstream server's counters in one worker, copied on that worker's thread.
 struct upstream_sample {
     std::int64_t idle = 0, busy = 0, opened = 0, reused = 0, requests = 0, retries = 0;
+    std::int64_t tls_handshakes = 0, tls_resumed = 0;
     std::array<std::int64_t, static_cast<std::size_t>(upstream::upstream_error::count_)> errors{};
     std::array<std::int64_t, static_cast<std::size_t>(upstream::upstream_close::count_)> closes{};
     std::array<std::int64_t, upstream::upstream_metrics::response_bounds_us.size() + 1>

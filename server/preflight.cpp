@@ -1,5 +1,6 @@
 #include "preflight.hpp"
 
+#include "handlers.hpp"
 #include "tls_setup.hpp"
 
 #include "listener.hpp"
@@ -68,6 +69,8 @@ std::vector<std::string> preflight(const config& cfg) {
         else
             check_unix_address(a);
     if (cfg.admin_listen) check_tcp_address(*cfg.admin_listen, "admin_listen");
+    for (const upstream_config& u : cfg.upstreams)
+        (void)upstream_tls(u); // a CA file or client certificate that cannot be used
     if (const auto tls = make_tls_context(cfg, std::make_shared<tls::ticket_keys>()))
         return tls->warnings();
     return {};

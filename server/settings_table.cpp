@@ -797,6 +797,47 @@ constexpr std::array upstream_rows{
                          "closed, both sides (HAProxy's timeout tunnel).",
                      .default_text = R"("1h")",
                      .apply = apply_upstream_timeout<&upstream_config::tunnel_idle_timeout>},
+    upstream_setting{
+        .key = "tls",
+        .type = "BOOL",
+        .help = "TLS to every server (as writing each https://HOST:PORT), its "
+                "certificate verified.",
+        .default_text = "false",
+        .apply = [](upstream_config& u, const setting_value& v) { u.tls = read_bool(v, true); }},
+    upstream_setting{.key = "tls_verify",
+                     .type = "BOOL",
+                     .help = "Verify each server's certificate against tls_ca_file (or the "
+                             "system's store) and its name. false takes ANY certificate: "
+                             "whoever is on the path can read and change the traffic.",
+                     .default_text = "true",
+                     .apply = [](upstream_config& u,
+                                 const setting_value& v) { u.tls_verify = read_bool(v, true); }},
+    upstream_setting{.key = "tls_ca_file",
+                     .type = "FILE",
+                     .help = "The certificates (PEM) a server's chain must lead to, instead of "
+                             "the system's store.",
+                     .apply = apply_file<upstream_config, &upstream_config::tls_ca_file>},
+    upstream_setting{.key = "tls_server_name",
+                     .type = "NAME",
+                     .help = "The name sent as SNI and verified in every server's certificate, "
+                             "instead of the host each server is written with (for servers "
+                             "written as addresses).",
+                     .apply =
+                         [](upstream_config& u, const setting_value& v) {
+                             u.tls_server_name = read_string(v, "expected a DNS name string");
+                             if (u.tls_server_name.empty())
+                                 fail(v.what(), "expected a DNS name, got an empty string");
+                         }},
+    upstream_setting{
+        .key = "tls_client_certificate",
+        .type = "FILE",
+        .help = "A client certificate (PEM, then its chain) for servers that ask for one (mTLS).",
+        .apply = apply_file<upstream_config, &upstream_config::tls_client_certificate>},
+    upstream_setting{.key = "tls_client_certificate_key",
+                     .type = "FILE",
+                     .help = "The private key of tls_client_certificate (PEM).",
+                     .apply =
+                         apply_file<upstream_config, &upstream_config::tls_client_certificate_key>},
 };
 
 constexpr std::array tls_rows{

@@ -119,13 +119,14 @@ void proxy_exchange::use(std::shared_ptr<upstream_pool> pool, bool fresh) {
     conn_->set_user(this);
     phase_ = phase::connecting;
     conn_->arm(upstream_kinds::connect, handler_->settings().connect_timeout);
-    conn_->connect(pool_->endpoint());
+    conn_->connect(pool_->endpoint(), pool_->tls());
 }
 
 void proxy_exchange::on_connected(const boost::system::error_code& ec) noexcept {
     const keep_alive<proxy_exchange> hold(self_);
     if (ec) {
-        pool_->metrics().error(upstream_error::connect);
+        const bool tls = upstream_connection::tls_failed(ec);
+        pool_->metrics().error(tls ? upstream_error::tls : upstream_error::connect);
         log_failure(outcome::unreachable, ec);
         handler_->group().failed(*pool_);
         drop_connection(upstream_close::error);
@@ -537,6 +538,7 @@ void proxy_exchange::log_failure(outcome how, const boost::system::error_code& e
     try {
         upstream_failure f;
         f.server = pool_ ? std::string_view(pool_->name()) : std::string_view{};
+        f.tls = handler_->settings().tls != nullptr;
         if (ex_ != nullptr) {
             f.client = ex_->peer();
             f.request = &ex_->request();
@@ -564,6 +566,13 @@ void proxy_exchange::log_failure(outcome how, const boost::system::error_code& e
         std::string reason;
         switch (how) {
         case outcome::unreachable:
+            if (upstream_connection::tls_failed(ec)) {
+                // nginx's "SSL_do_handshake() failed", with the reason a person can act on.
+                f.kind = failure_kind::tls;
+                f.during = "while TLS handshaking with upstream";
+                reason = "TLS handshake failed (" + upstream_connection::tls_failure() + ")";
+                break;
+            }
             f.kind = failure_kind::connect;
             reason = with_errno("connect() failed");
             break;

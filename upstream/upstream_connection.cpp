@@ -2,12 +2,18 @@
 
 #include "upstream_pool.hpp"
 
+#include <tarry/tls/client_context.hpp>
+
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <utility>
 
 #include <netinet/in.h>
@@ -35,12 +41,30 @@ struct ahead_read {
 };
 thread_local ahead_read ahead;
 
-// What a pooled connection costs besides its socket and its shared_ptr block: no buffer (see
-// load/README.md, "The proxy's upstream connections on the worker's poller").
-static_assert(sizeof(upstream_connection) <= 224);
+// What a pooled connection costs besides its socket and its shared_ptr block (and, over TLS,
+// its SSL object): no buffer (see load/README.md, "The proxy's upstream connections on the
+// worker's poller").
+static_assert(sizeof(upstream_connection) <= 232);
 
 boost::system::error_code error_of(int error) noexcept {
     return {error, boost::system::system_category()};
+}
+
+/// A TLS handshake that failed (the reason is in tls_failure_text).
+class tls_category_type final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "tarry.upstream.tls"; }
+    std::string message(int) const override { return "TLS handshake failed"; }
+};
+const tls_category_type tls_category;
+
+/// Why the last handshake on this thread failed: read by the connection's user within its
+/// on_connected.
+thread_local std::string tls_failure_text;
+
+/// SSL_read and SSL_write take an int.
+int clamp_int(std::size_t n) noexcept {
+    return static_cast<int>(std::min<std::size_t>(n, INT_MAX));
 }
 
 } // namespace
@@ -55,7 +79,7 @@ upstream_connection::~upstream_connection() {
     close();
 }
 
-void upstream_connection::connect(const endpoint_type& to) {
+void upstream_connection::connect(const endpoint_type& to, const tls_target* tls) {
     connecting_ = true;
     const int family = to.protocol().family();
     fd_ = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -76,6 +100,13 @@ void upstream_connection::connect(const endpoint_type& to) {
         fail_soon(error);
         return;
     }
+    if (tls != nullptr) {
+        ssl_ = tls->context->new_ssl(fd_, tls->name, tls->slot);
+        if (ssl_ == nullptr) {
+            fail_soon(ENOMEM);
+            return;
+        }
+    }
     if (::connect(fd_, to.data(), static_cast<socklen_t>(to.size())) == 0) {
         writable_ = true; // connected at once (a unix socket): reported from a posted run()
         kick();
@@ -93,7 +124,7 @@ bool upstream_connection::write(std::string_view bytes) {
         return false;
     }
     if (!writable_) return false;
-    if (poll_.batching()) {
+    if (poll_.batching() && ssl_ == nullptr) {
         // With the worker's other sends, in one system call; on_written says how it went.
         if (!deferred_) {
             poll_.defer_send(this, batch_calls); // (may throw: then not marked as queued)
@@ -116,6 +147,32 @@ bool upstream_connection::write(std::string_view bytes) {
 
 upstream_connection::sent upstream_connection::flush() noexcept {
     while (out_left_ != 0) {
+        if (ssl_ != nullptr) {
+            ERR_clear_error();
+            errno = 0;
+            const int n = SSL_write(ssl_, out_, clamp_int(out_left_));
+            if (n > 0) {
+                out_ += n;
+                out_left_ -= static_cast<std::size_t>(n);
+                continue;
+            }
+            switch (SSL_get_error(ssl_, n)) {
+            case SSL_ERROR_WANT_WRITE:
+                writable_ = false;
+                return sent::wait;
+            case SSL_ERROR_WANT_READ:
+                readable_ = false;
+                return sent::wait;
+            case SSL_ERROR_SYSCALL:
+                error_ = errno != 0 ? errno : ECONNRESET;
+                break;
+            default:
+                error_ = EPROTO;
+                break;
+            }
+            ERR_clear_error();
+            return sent::failed;
+        }
         const ssize_t n = ::send(fd_, out_, out_left_, MSG_NOSIGNAL);
         if (n >= 0) {
             out_ += n;
@@ -173,6 +230,7 @@ const char* upstream_connection::buffer() const noexcept {
 bool upstream_connection::quiet() noexcept {
     want_ = 0;
     if (fd_ < 0 || hung_up_ || error_ != 0) return false;
+    if (ssl_ != nullptr && SSL_has_pending(ssl_) == 1) return false; // a record no one asked for
     if (!readable_) return true;
     // The last read filled what was asked: whether more waits is not known yet.
     char c = 0;
@@ -194,7 +252,7 @@ void upstream_connection::on_events(std::uint32_t events) noexcept {
 net::io_batch::read_target upstream_connection::read_ahead(std::uint32_t events) noexcept {
     // The read run() would make for this edge: its user asked for bytes, nothing else comes first.
     if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) == 0 || want_ == 0 ||
-        user_ == nullptr || fd_ < 0 || connecting_)
+        user_ == nullptr || fd_ < 0 || connecting_ || ssl_ != nullptr)
         return {};
     return {fd_, nullptr, want_};
 }
@@ -226,7 +284,14 @@ void upstream_connection::run() noexcept {
             socklen_t len = sizeof error;
             if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = errno;
         }
-        if (user_ != nullptr) user_->on_connected(error_of(error));
+        if (error == 0 && ssl_ != nullptr)
+            handshaking_ = true;
+        else if (user_ != nullptr)
+            user_->on_connected(error_of(error));
+    }
+    if (handshaking_ && !handshake()) {
+        running_ = false;
+        return;
     }
     for (;;) {
         if (write_owed_ && !deferred_ && (error_ != 0 || writable_)) {
@@ -257,12 +322,13 @@ void upstream_connection::run() noexcept {
                 }
             }
             delivered = thread_buffer->data();
-            n = ::recv(fd_, thread_buffer->data(), want_, 0);
-            if (n < 0) n = -errno;
+            n = receive(thread_buffer->data(), want_);
         }
         if (n > 0) {
             // Less than asked: the socket is drained (unless the peer's FIN is still to read).
-            if (static_cast<std::size_t>(n) < asked && !hung_up_) readable_ = false;
+            // Not so over TLS: a read returns one record's bytes, and more may wait.
+            if (static_cast<std::size_t>(n) < asked && !hung_up_ && ssl_ == nullptr)
+                readable_ = false;
             want_ = 0;
             user_->on_read({}, static_cast<std::size_t>(n));
         } else if (n == 0) {
@@ -280,6 +346,69 @@ void upstream_connection::run() noexcept {
     if (user_ == nullptr && fd_ >= 0 && !connecting_ && (readable_ || hung_up_)) {
         if (auto pool = pool_.lock()) pool->on_idle_event(*this);
     }
+}
+
+long upstream_connection::receive(char* to, std::size_t most) noexcept {
+    if (ssl_ == nullptr) {
+        const ssize_t n = ::recv(fd_, to, most, 0);
+        return n < 0 ? -errno : n;
+    }
+    ERR_clear_error();
+    errno = 0;
+    const int n = SSL_read(ssl_, to, clamp_int(most));
+    if (n > 0) return n;
+    const int e = SSL_get_error(ssl_, n);
+    const int sys = errno;
+    ERR_clear_error();
+    switch (e) {
+    case SSL_ERROR_ZERO_RETURN: // close_notify, or (SSL_OP_IGNORE_UNEXPECTED_EOF) a bare close
+        return 0;
+    case SSL_ERROR_WANT_READ:
+        return -EAGAIN;
+    case SSL_ERROR_SYSCALL:
+        return sys != 0 ? -sys : -ECONNRESET;
+    default: // a bad record, or a write it would need (renegotiation is refused)
+        return -EPROTO;
+    }
+}
+
+bool upstream_connection::handshake() noexcept {
+    ERR_clear_error();
+    errno = 0;
+    const int r = SSL_do_handshake(ssl_);
+    if (r == 1) {
+        handshaking_ = false;
+        if (auto pool = pool_.lock()) pool->metrics().tls_handshake(SSL_session_reused(ssl_) == 1);
+        if (user_ != nullptr) user_->on_connected({});
+        return true;
+    }
+    const int e = SSL_get_error(ssl_, r);
+    if (e == SSL_ERROR_WANT_READ) { // the next input edge
+        readable_ = false;
+        return false;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+        writable_ = false;
+        return false;
+    }
+    handshaking_ = false;
+    hung_up_ = true; // it carries nothing now
+    try {
+        tls_failure_text = tls::client_context::failure(ssl_, e);
+    } catch (...) {
+        tls_failure_text.clear();
+        ERR_clear_error();
+    }
+    if (user_ != nullptr) user_->on_connected({1, tls_category});
+    return true;
+}
+
+bool upstream_connection::tls_failed(const boost::system::error_code& ec) noexcept {
+    return ec.category() == tls_category;
+}
+
+const std::string& upstream_connection::tls_failure() noexcept {
+    return tls_failure_text;
 }
 
 void upstream_connection::kick() {
@@ -320,6 +449,19 @@ void upstream_connection::close() noexcept {
     want_ = 0;
     write_owed_ = false;
     connecting_ = false;
+    if (ssl_ != nullptr) {
+        // close_notify (one try: nothing waits for the answer) on a connection that carries
+        // nothing and never failed.
+        if (!handshaking_ && !hung_up_ && error_ == 0 && out_left_ == 0 &&
+            SSL_is_init_finished(ssl_) == 1) {
+            ERR_clear_error();
+            SSL_shutdown(ssl_);
+        }
+        SSL_free(ssl_);
+        ssl_ = nullptr;
+        ERR_clear_error();
+    }
+    handshaking_ = false;
     error_ = 0;
     if (deferred_) poll_.cancel_send(this);
     deferred_ = false;

@@ -13,11 +13,27 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <string_view>
+
+typedef struct ssl_st SSL;
+
+namespace tarry::tls {
+class client_context;
+class session_slot;
+} // namespace tarry::tls
 
 namespace tarry::upstream {
 
 class upstream_pool;
+
+/// What a TLS connection to one server is made with (its pool's): the upstream's context, the
+/// name the server's certificate is verified against, and the slot its sessions go to.
+struct tls_target {
+    const tls::client_context* context = nullptr;
+    std::string name;
+    tls::session_slot* slot = nullptr;
+};
 
 /// Who an upstream connection reports to while it carries a request (a proxied exchange).
 /// Never called from within the connection's own calls: from the worker's poller, or a posted
@@ -55,6 +71,14 @@ protected:
 /// request, to its pool while idle (any byte, EOF or error makes an idle connection unusable). Its
 /// owners hold it by shared_ptr, so it outlives its pool and its user; it may be freed in the
 /// middle of a poller batch (it forgets its events first).
+///
+/// Over TLS (https:// servers), OpenSSL's SSL object does the socket calls, on the same
+/// non-blocking socket and the same edges: the handshake runs after the TCP connect, retried at
+/// each edge it waits for (SSL_ERROR_WANT_READ / WANT_WRITE clear the readiness they found
+/// missing), within connect_timeout, and on_connected comes when it is done. Such a connection
+/// reads and sends by itself (not in the worker's io_uring batches: the records are OpenSSL's to
+/// cut), and its SSL releases its record buffers whenever they are empty, so an idle one keeps
+/// no buffer either.
 class upstream_connection final : public net::pollable,
                                   public std::enable_shared_from_this<upstream_connection> {
 public:
@@ -68,8 +92,9 @@ public:
     upstream_connection& operator=(const upstream_connection&) = delete;
     ~upstream_connection();
 
-    /// Connects to `to`: on_connected follows.
-    void connect(const endpoint_type& to);
+    /// Connects to `to`, and with `tls` makes the TLS handshake: on_connected follows. `tls`
+    /// must outlive the connection's socket (its pool's).
+    void connect(const endpoint_type& to, const tls_target* tls = nullptr);
     /// Sends `bytes`. True if all of them went at once (nothing follows); false if on_written
     /// follows, and `bytes` must stay alive until it does.
     bool write(std::string_view bytes);
@@ -111,6 +136,12 @@ public:
     /// Frees this thread's read buffer (kept for the next read).
     static void release_kept() noexcept;
 
+    /// Whether `ec` (given to on_connected) is a TLS handshake that failed, certificate
+    /// verification included; and why, in words, until the next one on this thread.
+    [[nodiscard]] static bool tls_failed(const boost::system::error_code& ec) noexcept;
+    [[nodiscard]] static const std::string& tls_failure() noexcept;
+    [[nodiscard]] bool secure() const noexcept { return ssl_ != nullptr; }
+
     /// Requests this connection carried (1 on its first).
     std::uint64_t uses = 0;
 
@@ -140,6 +171,11 @@ private:
     /// run() from a posted handler: what is due was found outside the poller's events.
     void kick();
     sent flush() noexcept;
+    /// One read into `to`: bytes, 0 at the end, or -errno (-EAGAIN: nothing now).
+    long receive(char* to, std::size_t most) noexcept;
+    /// The TLS handshake, once more: false while it waits for an edge; else on_connected is
+    /// delivered.
+    bool handshake() noexcept;
     void fail_soon(int error);
 
     boost::asio::io_context& io_;
@@ -147,6 +183,7 @@ private:
     timeouts::timeout_registry& registry_;
     std::weak_ptr<upstream_pool> pool_;
     timeouts::idle_entry entry_;
+    SSL* ssl_ = nullptr; ///< TLS: from the connect to the close
     connection_user* user_ = nullptr;
     const char* out_ = nullptr; ///< what write() has not sent yet
     std::size_t out_left_ = 0;
@@ -158,10 +195,11 @@ private:
     bool writable_ = false;
     bool hung_up_ = false;
     bool connecting_ = false;
-    bool write_owed_ = false; ///< on_written is owed
-    bool running_ = false;    ///< inside run(): what is asked now is delivered by it
-    bool kicked_ = false;     ///< a run() is posted
-    bool deferred_ = false;   ///< the write waits in the worker's batch of sends
+    bool handshaking_ = false; ///< TLS: connected, the handshake not done
+    bool write_owed_ = false;  ///< on_written is owed
+    bool running_ = false;     ///< inside run(): what is asked now is delivered by it
+    bool kicked_ = false;      ///< a run() is posted
+    bool deferred_ = false;    ///< the write waits in the worker's batch of sends
 };
 
 } // namespace tarry::upstream

@@ -64,7 +64,7 @@ std::string describe(const upstream_failure& f) {
                        f.request->version % 10);
     }
     if (!f.server.empty()) {
-        out += ", upstream: \"http://";
+        out += f.tls ? ", upstream: \"https://" : ", upstream: \"http://";
         out += f.server;
         if (f.request != nullptr) {
             if (f.server.starts_with("unix:")) out += ':'; // nginx's "http://unix:/a.sock:/x"

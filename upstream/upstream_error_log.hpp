@@ -22,7 +22,17 @@
 namespace tarry::upstream {
 
 /// What failed, for the log: `upstream_error` plus a request with no server to go to.
-enum class failure_kind : std::uint8_t { connect, reset, timeout, malformed, no_server, count_ };
+enum class failure_kind : std::uint8_t {
+    connect,
+    reset,
+    timeout,
+    malformed,
+    tls,
+    no_server,
+    count_
+};
+static_assert(static_cast<int>(failure_kind::no_server) ==
+              static_cast<int>(upstream_error::count_)); // failure_of casts
 
 inline constexpr failure_kind failure_of(upstream_error e) noexcept {
     return static_cast<failure_kind>(e);
@@ -57,6 +67,7 @@ struct upstream_failure {
     std::string_view during; ///< "while connecting to upstream"
     std::string_view client; ///< the client's address; empty: unknown
     const http::request_head* request = nullptr;
+    bool tls = false; ///< an https:// server
 };
 
 /// The line, without the count of lines left out: also what the debug line says.

@@ -37,7 +37,7 @@ void upstream_group::refresh() {
             return;
         }
         auto p = std::make_shared<upstream_pool>(io_, poll_, registry_, settings_,
-                                                 server_address{s.name, ep, {}, 0},
+                                                 server_address{s.name, ep, {}, 0, s.tls_name},
                                                  counters_ ? counters_->of(s.name) : nullptr);
         if (stopped_) p->stop();
         next.push_back(std::move(p));

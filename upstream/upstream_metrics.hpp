@@ -29,7 +29,9 @@ enum class upstream_close : std::uint8_t {
     count_
 };
 
-enum class upstream_error : std::uint8_t { connect, reset, timeout, malformed, count_ };
+/// tls: the TLS handshake failed (the certificate did not verify, the server refused ours, no
+/// common protocol), counted apart from connect since its cure is a configuration's.
+enum class upstream_error : std::uint8_t { connect, reset, timeout, malformed, tls, count_ };
 
 /// Why an upgrade tunnel ended.
 enum class tunnel_close : std::uint8_t {
@@ -45,7 +47,7 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_
     upstream_close_names{"upstream_close", "idle_timeout", "keep_alive_hint", "max_idle", "error",
                          "pressure",       "surplus",      "shutdown",        "removed"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(upstream_error::count_)>
-    upstream_error_names{"connect", "reset", "timeout", "malformed"};
+    upstream_error_names{"connect", "reset", "timeout", "malformed", "tls"};
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(tunnel_close::count_)>
     tunnel_close_names{"done", "client_close", "upstream_close", "idle_timeout", "shutdown"};
 
@@ -63,12 +65,14 @@ struct upstream_metrics {
         }
     };
 
-    counter idle;     ///< gauge: connections idle in the pool
-    counter busy;     ///< gauge: connections carrying a request (connecting included)
-    counter opened;   ///< connections opened
-    counter reused;   ///< requests sent on a pooled connection
-    counter requests; ///< requests sent (first attempts)
-    counter retries;  ///< requests replayed after a reused connection died unanswered
+    counter idle;           ///< gauge: connections idle in the pool
+    counter busy;           ///< gauge: connections carrying a request (connecting included)
+    counter opened;         ///< connections opened
+    counter reused;         ///< requests sent on a pooled connection
+    counter requests;       ///< requests sent (first attempts)
+    counter retries;        ///< requests replayed after a reused connection died unanswered
+    counter tls_handshakes; ///< TLS handshakes completed (https:// servers)
+    counter tls_resumed;    ///< ... of which resumed a session (abbreviated: no certificate)
     std::array<counter, static_cast<std::size_t>(upstream_error::count_)> errors;
     std::array<counter, static_cast<std::size_t>(upstream_close::count_)> closes;
     counter tunnels;         ///< gauge: upgrade tunnels open (not counted busy)
@@ -88,6 +92,10 @@ struct upstream_metrics {
         response_us_sum.add(us);
     }
 
+    void tls_handshake(bool resumed) noexcept {
+        tls_handshakes.add();
+        if (resumed) tls_resumed.add();
+    }
     void error(upstream_error e) noexcept { errors[static_cast<std::size_t>(e)].add(); }
     void closed(upstream_close r) noexcept { closes[static_cast<std::size_t>(r)].add(); }
     [[nodiscard]] std::int64_t tunnel_closes_of(tunnel_close r) const noexcept {

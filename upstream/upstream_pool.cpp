@@ -8,7 +8,9 @@ upstream_pool::upstream_pool(boost::asio::io_context& io, net::poller& poll,
                              std::shared_ptr<upstream_metrics> counters)
     : io_(io), poll_(poll), registry_(registry), settings_(settings), name_(std::move(server.name)),
       endpoint_(server.endpoint),
-      metrics_(counters ? std::move(counters) : std::make_shared<upstream_metrics>()) {}
+      metrics_(counters ? std::move(counters) : std::make_shared<upstream_metrics>()) {
+    if (settings_.tls) tls_ = {settings_.tls.get(), server.tls_name, &session_};
+}
 
 upstream_pool::~upstream_pool() {
     // A reload's old pool goes when the last request through it ends; the counters are its

@@ -79,6 +79,10 @@ public:
     [[nodiscard]] std::size_t idle_count() const noexcept { return idle_count_; }
     [[nodiscard]] std::size_t busy_count() const noexcept { return busy_; }
     [[nodiscard]] upstream_metrics& metrics() noexcept { return *metrics_; }
+    /// What a connection to this server makes its TLS with; null: plain TCP.
+    [[nodiscard]] const tls_target* tls() const noexcept {
+        return tls_.context != nullptr ? &tls_ : nullptr;
+    }
 
 private:
     using idle_list = boost::intrusive::list<
@@ -107,6 +111,11 @@ private:
     upstream_close stop_reason_ = upstream_close::shutdown;
     timeouts::clock::time_point down_until_{};
     std::shared_ptr<upstream_metrics> metrics_; ///< its server's (upstream_counters), or its own
+    /// The server's last TLS session (this worker's), offered on the next connect. Declared
+    /// before tls_, which points to it; freed after every connection's SSL (an SSL lives while
+    /// its socket is open, and a pool closes its idle ones as it goes; busy ones keep it alive).
+    tls::session_slot session_;
+    tls_target tls_;
 };
 
 } // namespace tarry::upstream

@@ -11,15 +11,19 @@ namespace tarry::upstream {
 server_address server_address::tcp(const boost::asio::ip::address& address, std::uint16_t port) {
     const std::string host =
         address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
-    return {
-        host + ":" + std::to_string(port), boost::asio::ip::tcp::endpoint(address, port), {}, 0};
+    return {host + ":" + std::to_string(port),
+            boost::asio::ip::tcp::endpoint(address, port),
+            {},
+            0,
+            address.to_string()};
 }
 
 server_address server_address::unix_socket(const std::filesystem::path& path) {
     return {"unix:" + path.string(),
             boost::asio::local::stream_protocol::endpoint(path.string()),
             {},
-            0};
+            0,
+            {}};
 }
 
 server_address server_address::dns_name(const std::string& host, std::uint16_t port) {
@@ -27,13 +31,19 @@ server_address server_address::dns_name(const std::string& host, std::uint16_t p
     s.name = host + ":" + std::to_string(port);
     s.host = host;
     s.port = port;
+    s.tls_name = host;
     return s;
 }
 
 std::vector<server_address> server_address::of_host(const std::string& host, std::uint16_t port) {
-    if (host == "localhost")
-        return {tcp(boost::asio::ip::address_v4::loopback(), port),
-                tcp(boost::asio::ip::address_v6::loopback(), port)};
+    if (host == "localhost") {
+        // Both verified as "localhost", the name the configuration gave.
+        std::vector<server_address> both{tcp(boost::asio::ip::address_v4::loopback(), port),
+                                         tcp(boost::asio::ip::address_v6::loopback(), port)};
+        for (server_address& s : both)
+            s.tls_name = host;
+        return both;
+    }
     boost::system::error_code ec;
     const auto address = boost::asio::ip::make_address(host, ec);
     if (!ec) return {tcp(address, port)};

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <tarry/tls/client_context.hpp>
+
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/address.hpp>
 
@@ -7,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,9 @@ struct server_address {
     endpoint_type endpoint;
     std::string host;       ///< a DNS name to resolve; empty for an address
     std::uint16_t port = 0; ///< with `host`
+    /// The name its certificate is verified against (and sent as SNI unless it is an address):
+    /// the configured host, or the upstream's tls_server_name. Unused without TLS.
+    std::string tls_name{};
 
     [[nodiscard]] bool named() const noexcept { return !host.empty(); }
 
@@ -60,6 +66,8 @@ struct upstream_settings {
     duration purge_period = std::chrono::seconds(5);
     /// true: keep the client's X-Forwarded-* and append to X-Forwarded-For; false: replace.
     bool trust_forwarded = false;
+    /// TLS to every server (https://), or null: plain TCP. Shared by the upstream's pools.
+    std::shared_ptr<const tls::client_context> tls;
 };
 
 } // namespace tarry::upstream
