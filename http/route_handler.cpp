@@ -46,7 +46,7 @@ public:
             target_.on_request(*this);
         }
         in_call_ = false;
-        return answer_ != nullptr && !over_;
+        return answer_ != nullptr && (!over_ || body_owed());
     }
 
     // --- exchange: what the handler calls ---------------------------------------------------
@@ -87,7 +87,10 @@ public:
         answer_ = &d;
         if (!swallow_) inner_.defer(*this);
     }
-    void read_body() override { inner_.read_body(); }
+    void read_body() override {
+        reading_body_ = true;
+        inner_.read_body();
+    }
     void resume_body() override { inner_.resume_body(); }
     void abort() override {
         if (!swallow_) inner_.abort();
@@ -108,12 +111,17 @@ public:
     // --- deferred: what the protocol calls, for the handler's deferred answer ----------------
 
     std::size_t on_body(std::string_view bytes) override { return answer_->on_body(bytes); }
-    void on_body_end() override { answer_->on_body_end(); }
+    void on_body_end() override {
+        answer_->on_body_end(); // may finish the answer: done() keeps this until below
+        body_ended_ = true;
+        if (over_) done();
+    }
     void on_writable() noexcept override { answer_->on_writable(); }
     void on_abort() noexcept override {
         deferred* d = answer_;
         swallow_ = true; // the protocol's exchange is gone
         d->on_abort();
+        body_ended_ = true; // nothing more comes
         done();
     }
 
@@ -185,10 +193,16 @@ private:
         return out;
     }
 
-    /// The handler is through with the exchange: once the request's call is over too, it goes.
+    /// The handler read the body and it has not ended: the protocol still gives its bytes (and
+    /// its end, or an abort) to this exchange, even after the handler answered (a proxied
+    /// answer can overtake the request body it then reads and drops).
+    [[nodiscard]] bool body_owed() const noexcept { return reading_body_ && !body_ended_; }
+
+    /// The handler is through with the exchange: once the request's call is over, and the
+    /// body it reads has ended, it goes.
     void done() {
         over_ = true;
-        if (!in_call_ && answer_ != nullptr) delete this;
+        if (!in_call_ && answer_ != nullptr && !body_owed()) delete this;
     }
 
     exchange& inner_;
@@ -199,6 +213,8 @@ private:
     bool rewritten_ = false;
     bool in_call_ = false;          ///< within run(): the caller frees it
     bool over_ = false;             ///< the handler finished, aborted, or was aborted
+    bool reading_body_ = false;     ///< the handler asked for the request body
+    bool body_ended_ = false;       ///< its end (or an abort) was passed on
     bool swallow_ = false;          ///< the handler's answer is replaced: drop what it sends
     bool intercepted_ = false;      ///< a replacement was made: no second one
     bool fallback_pending_ = false; ///< the 404 is swallowed; the fallback target comes next

@@ -50,6 +50,12 @@ const server = http.createServer((req, res) => {
       res.end();
     };
     more();
+  } else if (path === '/early') {
+    // The answer at once, before the request body has come; the body is then read and dropped
+    // (an upload refused on its headers, as many applications do).
+    res.writeHead(200, { 'Content-Length': 6 });
+    res.end('early\n');
+    req.resume();
   } else if (path === '/api/hello') {
     // What most applications do: a head with no length, then the whole JSON at once (Node
     // sends it chunked).

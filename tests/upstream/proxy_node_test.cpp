@@ -2,6 +2,8 @@
 // and the upstream's keep-alive. Timing checks are one-sided with generous slack.
 #include "proxy_fixture.hpp"
 
+#include <tarry/http/route_handler.hpp>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -492,4 +494,37 @@ TEST_F(ProxyNodeTest, ClientGoneMidResponseReleasesTheUpstreamConnection) {
 }
 
 } // namespace
+TEST_F(ProxyNodeTest, AnAnswerThatOvertakesTheBodyOnARouteWithOptionsLetsTheBodyEndThenServesOn) {
+    // A route with options (strip_prefix here; headers, error pages and the rest alike) hands
+    // the proxy an exchange of its own around the connection's. The application answers before
+    // the request body has come: the proxy has finished its answer, and the rest of the body
+    // still goes through that exchange to be dropped, so it must outlive the answer until the
+    // body ends (under the sanitizers, a use after free otherwise).
+    ASSERT_NE(shared_node->port(), 0) << "node did not start";
+    ups.servers = {
+        upstream::server_address::parse("127.0.0.1:" + std::to_string(shared_node->port()))};
+    custom.push_back({"/", [this](server::handler_context& h) -> std::shared_ptr<http::handler> {
+                          proxy = upstream::make_proxy_handler(h.io, h.poll, h.registry, ups,
+                                                               h.upstreams);
+                          http::route_options options;
+                          options.strip_prefix = "/app";
+                          return std::make_shared<http::route_handler>(proxy, std::move(options));
+                      }});
+    ServerTest::start();
+    test_client c(port);
+    const std::string rest(std::size_t{1} << 20, 'x');
+    ASSERT_TRUE(c.send("POST /app/early HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                       std::to_string(rest.size() + 1) + "\r\n\r\nx"));
+    const auto early = c.read_response();
+    ASSERT_TRUE(early.has_value());
+    EXPECT_EQ(early->status, 200);
+    EXPECT_EQ(early->body, "early\n");
+    ASSERT_TRUE(c.send(rest)); // read and dropped
+    ASSERT_TRUE(c.send("GET /app/api/hello HTTP/1.1\r\nHost: t\r\n\r\n"));
+    const auto next = c.read_response();
+    ASSERT_TRUE(next.has_value()) << "the connection serves on";
+    EXPECT_EQ(next->status, 200);
+    EXPECT_NE(next->body.find("hello from the application"), std::string::npos) << next->body;
+}
+
 } // namespace tarry::test
