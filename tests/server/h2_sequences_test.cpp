@@ -165,7 +165,9 @@ TEST_F(H2SequencesTest, ReloadMidStreamFinishesItAndNewConnectionsGetTheNewSetti
     {
         h2_script before(t.port, {"settings"});
         const std::vector<std::string> s = before.rest();
-        EXPECT_EQ(s, (std::vector<std::string>{"setting 3 128", "setting 6 16384", "acked"}));
+        // SETTINGS_ENABLE_CONNECT_PROTOCOL (8): WebSockets over HTTP/2 (RFC 8441).
+        EXPECT_EQ(s, (std::vector<std::string>{"setting 3 128", "setting 6 16384", "setting 8 1",
+                                               "acked"}));
     }
     h2_script client(t.port, {"inflight", "/app/hold", "1"});
     EXPECT_EQ(client.line(), "mid-response") << client.seen();
@@ -181,7 +183,7 @@ TEST_F(H2SequencesTest, ReloadMidStreamFinishesItAndNewConnectionsGetTheNewSetti
             h2_script probe(t.port, {"settings"});
             after = probe.rest();
             return after == std::vector<std::string>{"setting 3 7", "setting 4 1048576",
-                                                     "setting 6 16384", "acked"};
+                                                     "setting 6 16384", "setting 8 1", "acked"};
         },
         20s))
         << ::testing::PrintToString(after);

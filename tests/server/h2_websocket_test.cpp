@@ -307,8 +307,7 @@ TEST_F(H2WebSocketTest, HeadlessChromiumOpensItsWebSocketOnTheH2Connection) {
         "--disable-dev-shm-usage --ignore-certificate-errors-spki-list=" +
         spki.substr(0, 44) + " --user-data-dir=" + (certs / "profile").string() +
         " --log-net-log=" + netlog.string() +
-        " --dump-dom https://127.0.0.1:" + std::to_string(port) +
-        "/page");
+        " --dump-dom https://127.0.0.1:" + std::to_string(port) + "/page");
     EXPECT_NE(r.output.find("<title>echoed: hello over h2</title>"), std::string::npos) << r.output;
     // The WebSocket went over the page's h2 connection (an extended CONNECT), not a connection
     // of its own: the server counted it as an HTTP/2 tunnel.

@@ -512,8 +512,9 @@ TEST(TlsCurlTest, AnAlpnWithoutHttp11IsRefusedAndCounted) {
     EXPECT_EQ(run(t.curl("-o /dev/null -w '%{response_code}' " + t.url())).output, "200");
 
     tls_server on;
-    const command_result h2 = run("timeout 20 openssl s_client -connect 127.0.0.1:" +
-                                  on.port_text() + " -alpn h2 </dev/null");
+    const command_result h2 =
+        run("timeout 20 openssl s_client -connect 127.0.0.1:" + on.port_text() +
+            " -alpn h2 </dev/null");
     EXPECT_TRUE(has(h2.output, "ALPN protocol: h2")) << h2.output;
     EXPECT_EQ(on.metric(failures("no_alpn")), 0) << on.metrics();
 }
@@ -625,9 +626,9 @@ TEST(TlsStaticFileTest, AFileOfSeveralMegabytesIsByteIdenticalWithHeadAndRanges)
 
         const command_result head = run(t.curl(protocol + " -I " + url));
         EXPECT_TRUE(head.output.starts_with(status_line + "200")) << head.output;
-        EXPECT_TRUE(std::regex_search(head.output,
-                                      std::regex("\r\n[Cc]ontent-[Ll]ength: " +
-                                                 std::to_string(data.size()) + "\r\n")))
+        EXPECT_TRUE(std::regex_search(
+            head.output,
+            std::regex("\r\n[Cc]ontent-[Ll]ength: " + std::to_string(data.size()) + "\r\n")))
             << head.output;
 
         struct range {
@@ -639,8 +640,8 @@ TEST(TlsStaticFileTest, AFileOfSeveralMegabytesIsByteIdenticalWithHeadAndRanges)
             SCOPED_TRACE(rg.spec);
             const fs::path part = dir / "part";
             const fs::path headers = dir / "headers";
-            const command_result r = run(t.curl(protocol + " -r " + rg.spec + " -D " +
-                                                q(headers) + " -o " + q(part) + " " + url));
+            const command_result r = run(t.curl(protocol + " -r " + rg.spec + " -D " + q(headers) +
+                                                " -o " + q(part) + " " + url));
             EXPECT_EQ(r.status, 0) << r.output;
             const std::string h = slurp(headers);
             EXPECT_TRUE(h.starts_with(status_line + "206")) << h;
