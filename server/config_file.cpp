@@ -486,6 +486,24 @@ void apply_upstreams(config& c, const setting_value& v) {
             throw located_error(e.where.line, name + ".servers: required: at least one HOST:PORT "
                                                      "or unix:PATH");
         }
+        if (!upstream.secure()) {
+            // A TLS setting on an upstream reached in plain text would do nothing: most likely
+            // its servers were meant to be https:// (a default written out is no setting).
+            const std::pair<const char*, bool> tls_keys[] = {
+                {"tls_verify", !upstream.tls_verify},
+                {"tls_ca_file", !upstream.tls_ca_file.empty()},
+                {"tls_server_name", !upstream.tls_server_name.empty()},
+                {"tls_client_certificate", !upstream.tls_client_certificate.empty()},
+                {"tls_client_certificate_key", !upstream.tls_client_certificate_key.empty()}};
+            for (const auto& [key, set] : tls_keys) {
+                if (const toml::node* n = table->get(key); n != nullptr && set) {
+                    throw located_error(n->source().begin.line,
+                                        name + "." + key +
+                                            ": the upstream is not TLS (write its servers "
+                                            "https://HOST:PORT, or set tls = true)");
+                }
+            }
+        }
         upstreams.push_back(std::move(upstream));
     }
     c.upstreams = std::move(upstreams);

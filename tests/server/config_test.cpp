@@ -1323,6 +1323,11 @@ TEST_F(ConfigFileTest, UpstreamErrorsNameTheUpstreamAndTheLine) {
         {"[upstream.\"\"]\nservers = [\"127.0.0.1:1\"]\n", 1, "upstream.\"\": a name is letters"},
         {"upstream = \"app\"\n", 1, "upstream: expected [upstream.NAME] tables, got \"app\""},
         {"[upstream]\napp = 5\n", 2, "upstream.app: expected a table [upstream.app], got 5"},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\ntls_verify = false\n", 3,
+         "upstream.app.tls_verify: the upstream is not TLS (write its servers https://HOST:PORT, "
+         "or set tls = true)"},
+        {"[upstream.app]\nservers = [\"127.0.0.1:1\"]\ntls_server_name = \"app.test\"\n", 3,
+         "upstream.app.tls_server_name: the upstream is not TLS"},
     };
     for (const auto& [text, line, expected] : cases) {
         const std::string message = load_error(text, line);
