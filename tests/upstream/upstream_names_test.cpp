@@ -34,7 +34,6 @@ template <typename F> bool names_eventually(F done, steady::duration limit = 30s
     return eventually(done, limit);
 }
 
-
 /// tests/upstream/dns_server.py on 127.0.0.1, answering from a zone file the test rewrites.
 class dns_server {
 public:
