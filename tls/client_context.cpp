@@ -1,5 +1,6 @@
 #include "client_context.hpp"
 
+#include "client_stream.hpp"
 #include "file_errors.hpp"
 
 #include <openssl/err.h>
@@ -125,6 +126,8 @@ client_context::client_context(const client_settings& settings) : verify_(settin
     // look up by itself anyway).
     SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx_, on_new_session);
+    // The traffic secrets, for tarry's own records to take over once the connection is idle.
+    SSL_CTX_set_keylog_callback(ctx_, client_stream::on_secret);
     if (verify_) {
         SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
         if (!ca.empty()) {

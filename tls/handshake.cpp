@@ -1,5 +1,7 @@
 #include "handshake.hpp"
 
+#include "key_log.hpp"
+
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -33,28 +35,6 @@ struct handshake_burst {
 thread_local handshake_burst burst;
 /// Concurrent handshakes worth giving memory back after: 64 leave about 2 MB of freed heap.
 constexpr std::uint32_t burst_min_peak = 64;
-
-int hex(char c) noexcept {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/// The secret of a key log line ("LABEL CLIENT_RANDOM SECRET", hex) into `out`; its length.
-std::uint8_t parse_secret(std::string_view line, std::uint8_t* out) noexcept {
-    const auto sp = line.rfind(' ');
-    if (sp == std::string_view::npos) return 0;
-    const std::string_view h = line.substr(sp + 1);
-    if (h.size() % 2 != 0 || h.size() > 96) return 0;
-    for (std::size_t i = 0; i < h.size(); i += 2) {
-        const int hi = hex(h[i]);
-        const int lo = hex(h[i + 1]);
-        if (hi < 0 || lo < 0) return 0;
-        out[i / 2] = static_cast<std::uint8_t>(hi << 4 | lo);
-    }
-    return static_cast<std::uint8_t>(h.size() / 2);
-}
 
 std::uint8_t suite_index(const SSL* ssl) noexcept {
     const char* name = SSL_CIPHER_get_name(SSL_get_current_cipher(ssl));
@@ -119,9 +99,9 @@ void handshake::on_secret(const SSL* ssl, const char* line) noexcept {
     capture& c = *self->hs_;
     const std::string_view l(line);
     if (l.starts_with("CLIENT_TRAFFIC_SECRET_0 ")) {
-        c.secrets.client_len = parse_secret(l, c.secrets.client);
+        c.secrets.client_len = key_log_secret(l, c.secrets.client);
     } else if (l.starts_with("SERVER_TRAFFIC_SECRET_0 ")) {
-        c.secrets.server_len = parse_secret(l, c.secrets.server);
+        c.secrets.server_len = key_log_secret(l, c.secrets.server);
         c.server_app = true; // from here OpenSSL seals under it: count its records
     }
 }

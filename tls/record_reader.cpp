@@ -1,10 +1,13 @@
 #include "record_reader.hpp"
 
+#include <algorithm>
+
 namespace tarry::tls {
 namespace {
 
 thread_local std::uint64_t key_updates_received = 0;
 
+constexpr std::uint8_t new_session_ticket_type = 4;
 constexpr std::uint8_t key_update_type = 24;
 
 record_event fail(std::uint8_t description, std::size_t used = 0) noexcept {
@@ -59,7 +62,7 @@ record_event record_reader::read(std::uint8_t* in, std::size_t n) noexcept {
 
 record_event record_reader::take_quiet_data(std::size_t len) noexcept {
     // RFC 8446, 5.1: nothing comes between the fragments of a handshake message.
-    if (run_.key_update_part != 0) return fail(unexpected_message);
+    if (mid_message()) return fail(unexpected_message);
     if (len != 0) {
         run_ = {}; // data: the run of records without it is over
         return taken();
@@ -72,8 +75,7 @@ record_event record_reader::take_record(std::uint8_t type, const std::uint8_t* b
                                         std::size_t len) noexcept {
     // RFC 8446, 5.4: only data records may be empty; 5.1: nothing comes between the fragments
     // of a handshake message.
-    if ((len == 0 && type != application_data) ||
-        (run_.key_update_part != 0 && type != handshake_record))
+    if ((len == 0 && type != application_data) || (mid_message() && type != handshake_record))
         return fail(unexpected_message);
     if (type == alert) {
         if (len != 2) return fail(decode_error);
@@ -92,13 +94,31 @@ record_event record_reader::take_record(std::uint8_t type, const std::uint8_t* b
 }
 
 record_event record_reader::take_handshake(const std::uint8_t* body, std::size_t len) noexcept {
-    // Handshake messages after the handshake: only KeyUpdate is ours to take (a server never
-    // asks for the others). Its five bytes may come split over records (RFC 8446, 5.1); all
-    // but the last are fixed, so how many came is all there is to keep between records. A
-    // KeyUpdate ends its record: the next one uses the new key.
+    // Handshake messages after the handshake: KeyUpdate, and from a server NewSessionTicket
+    // (skipped); a server never asks for the others. A KeyUpdate's five bytes may come split
+    // over records (RFC 8446, 5.1); all but the last are fixed, so how many came is all there is
+    // to keep between records. A KeyUpdate ends its record: the next one uses the new key.
     static constexpr std::uint8_t head[4] = {key_update_type, 0, 0, 1}; // a 1-byte body
     for (std::size_t i = 0; i < len; ++i) {
         const std::uint8_t c = body[i];
+        if (ticket_head_ != 0) { // a ticket's header (type, 24-bit length), then its body
+            if (ticket_head_ < 4) {
+                ticket_left_ = ticket_left_ << 8 | c;
+                ++ticket_head_;
+            } else {
+                const std::size_t skip = std::min<std::size_t>(ticket_left_, len - i);
+                ticket_left_ -= static_cast<std::uint32_t>(skip);
+                i += skip - 1;
+            }
+            if (ticket_head_ == 4 && ticket_left_ == 0) ticket_head_ = 0;
+            continue;
+        }
+        if (from_server_ && run_.key_update_part == 0 && c == new_session_ticket_type) {
+            // Each costs an AEAD open, as an empty record does: counted with them.
+            if (++run_.empty_records > max_empty_records) return fail(unexpected_message);
+            ticket_head_ = 1;
+            continue;
+        }
         if (run_.key_update_part < sizeof head) {
             // Another message (unexpected), or a KeyUpdate whose length is not 1.
             if (c != head[run_.key_update_part])

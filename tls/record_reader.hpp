@@ -65,7 +65,9 @@ static_assert(record_header_bytes + max_ciphertext <= UINT16_MAX && sizeof(recor
 /// ptls_receive): the caller hands it the ciphertext it has, and it opens the record at the
 /// front in place and says what it brought (record_event). Everything TLS 1.3 allows after the
 /// handshake is taken: application data (padding stripped), KeyUpdate (fragmented over records,
-/// as RFC 8446, 5.1 allows), close_notify, user_canceled; anything else is a protocol error,
+/// as RFC 8446, 5.1 allows), close_notify, user_canceled, and from a server NewSessionTicket
+/// (skipped: a session is resumed from the tickets OpenSSL read during the handshake's first
+/// exchange, see client_stream); anything else is a protocol error,
 /// with the alert RFC 8446 names (docs/tls.md: "received -> answer"), and so is a run of records
 /// that carry nothing past the limits above.
 ///
@@ -73,8 +75,11 @@ static_assert(record_header_bytes + max_ciphertext <= UINT16_MAX && sizeof(recor
 /// After an error, a peer's alert or close_notify, nothing more is to be read.
 class record_reader {
 public:
-    /// From the peer's traffic secret, `seq` records already opened under it.
-    bool init(aead a, std::span<const std::uint8_t> secret, std::uint64_t seq = 0) noexcept {
+    /// From the peer's traffic secret, `seq` records already opened under it. `from_server`:
+    /// the peer is a server (we are its client), whose NewSessionTickets may come at any time.
+    bool init(aead a, std::span<const std::uint8_t> secret, std::uint64_t seq = 0,
+              bool from_server = false) noexcept {
+        from_server_ = from_server;
         return read_.init(a, secret, seq);
     }
     /// The record at the front of `in` (`n` bytes, a record or more, or part of one), opened in
@@ -95,6 +100,11 @@ private:
     record_event take_handshake(const std::uint8_t* body, std::size_t len) noexcept;
     /// An application data record that is empty, or ends a run of records without data.
     record_event take_quiet_data(std::size_t len) noexcept;
+    /// Whether a handshake message split over records has more to come (RFC 8446, 5.1:
+    /// nothing else may come in between).
+    [[nodiscard]] bool mid_message() const noexcept {
+        return run_.key_update_part != 0 || ticket_head_ != 0;
+    }
 
     record_protection read_;
     /// Records without application data since the last that carried some (the limits above),
@@ -107,6 +117,11 @@ private:
         bool operator==(const quiet_run&) const = default;
     };
     quiet_run run_;
+    /// A NewSessionTicket being skipped (from a server): the bytes of its body still to come,
+    /// and how many of its 4-byte header came (0: none is being skipped).
+    std::uint32_t ticket_left_ = 0;
+    std::uint8_t ticket_head_ = 0;
+    bool from_server_ = false;
 };
 
 } // namespace tarry::tls

@@ -171,6 +171,10 @@ bool stream::plaintext_waiting() const noexcept {
     return buf_ && buf_->plain_len != 0;
 }
 
+bool stream::input_waiting() const noexcept {
+    return plaintext_waiting() || (buf_ && buf_->rec_off != buf_->in_len);
+}
+
 noop_limit stream::limit_reached() const noexcept {
     const auto* r = std::get_if<records>(&mode_);
     return r != nullptr ? r->reader.limit_reached() : noop_limit::none;
@@ -223,11 +227,12 @@ step stream::handshake(int fd) noexcept {
     return step::done;
 }
 
-bool stream::start_with_secrets(aead a, std::span<const std::uint8_t> client,
-                                std::span<const std::uint8_t> server) noexcept {
+bool stream::start_records(aead a, std::span<const std::uint8_t> in, std::uint64_t in_seq,
+                           std::span<const std::uint8_t> out, std::uint64_t out_seq,
+                           bool from_server) noexcept {
     if (!std::holds_alternative<std::monostate>(mode_)) return false;
     records& r = mode_.emplace<records>();
-    return r.reader.init(a, client) && r.writer.init(a, server);
+    return r.reader.init(a, in, in_seq, from_server) && r.writer.init(a, out, out_seq);
 }
 
 stream::buffers* stream::buffers_for(bool closed, int closed_errno) noexcept {

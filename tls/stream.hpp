@@ -54,7 +54,16 @@ public:
     /// Skips the handshake: records protected with these traffic secrets from the start, as
     /// after a TLS 1.3 handshake (`client` protects what is read). For tests and fuzzing.
     bool start_with_secrets(aead a, std::span<const std::uint8_t> client,
-                            std::span<const std::uint8_t> server) noexcept;
+                            std::span<const std::uint8_t> server) noexcept {
+        return start_records(a, client, 0, server, 0, false);
+    }
+    /// Takes over the records of a TLS 1.3 connection whose handshake someone else made (the
+    /// client side's OpenSSL object, client_stream): what is read is protected by `in` and
+    /// `in_seq` records were opened under it, what is written by `out` after `out_seq`.
+    /// `from_server`: the peer is a server (its NewSessionTickets are skipped).
+    bool start_records(aead a, std::span<const std::uint8_t> in, std::uint64_t in_seq,
+                       std::span<const std::uint8_t> out, std::uint64_t out_seq,
+                       bool from_server) noexcept;
     /// One step of the handshake on `fd`: call again on the edge it asks for.
     step handshake(int fd) noexcept;
     [[nodiscard]] handshake_failure failure() const noexcept { return outcome_.failure; }
@@ -83,6 +92,9 @@ public:
     ssize_t send(int fd, const char* buf, std::size_t n) noexcept;
     /// Whether plaintext is waiting here, already read from the socket.
     [[nodiscard]] bool plaintext_waiting() const noexcept;
+    /// Whether anything read from the socket waits here: plaintext, or records (or part of
+    /// one) not yet opened.
+    [[nodiscard]] bool input_waiting() const noexcept;
     /// Whether the peer's end (close_notify, the TCP end) or an error was read behind the bytes
     /// recv() returned: the next recv() reports it at once, and no edge of the socket will come
     /// for it (a short read does not mean the socket had nothing more).

@@ -3,17 +3,14 @@
 #include "upstream_pool.hpp"
 
 #include <tarry/tls/client_context.hpp>
+#include <tarry/tls/client_stream.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <climits>
 #include <utility>
 
 #include <netinet/in.h>
@@ -42,8 +39,8 @@ struct ahead_read {
 thread_local ahead_read ahead;
 
 // What a pooled connection costs besides its socket and its shared_ptr block (and, over TLS,
-// its SSL object): no buffer (see load/README.md, "The proxy's upstream connections on the
-// worker's poller").
+// its client_stream: two record keys once idle): no buffer (see load/README.md, "The proxy's
+// upstream connections on the worker's poller").
 static_assert(sizeof(upstream_connection) <= 232);
 
 boost::system::error_code error_of(int error) noexcept {
@@ -61,11 +58,6 @@ const tls_category_type tls_category;
 /// Why the last handshake on this thread failed: read by the connection's user within its
 /// on_connected.
 thread_local std::string tls_failure_text;
-
-/// SSL_read and SSL_write take an int.
-int clamp_int(std::size_t n) noexcept {
-    return static_cast<int>(std::min<std::size_t>(n, INT_MAX));
-}
 
 } // namespace
 
@@ -101,8 +93,11 @@ void upstream_connection::connect(const endpoint_type& to, const tls_target* tls
         return;
     }
     if (tls != nullptr) {
-        ssl_ = tls->context->new_ssl(fd_, tls->name, tls->slot);
-        if (ssl_ == nullptr) {
+        try {
+            tls_ = std::make_unique<tls::client_stream>();
+        } catch (const std::bad_alloc&) {
+        }
+        if (!tls_ || !tls_->start(*tls->context, fd_, tls->name, tls->slot)) {
             fail_soon(ENOMEM);
             return;
         }
@@ -124,7 +119,7 @@ bool upstream_connection::write(std::string_view bytes) {
         return false;
     }
     if (!writable_) return false;
-    if (poll_.batching() && ssl_ == nullptr) {
+    if (poll_.batching() && tls_ == nullptr) {
         // With the worker's other sends, in one system call; on_written says how it went.
         if (!deferred_) {
             poll_.defer_send(this, batch_calls); // (may throw: then not marked as queued)
@@ -147,33 +142,8 @@ bool upstream_connection::write(std::string_view bytes) {
 
 upstream_connection::sent upstream_connection::flush() noexcept {
     while (out_left_ != 0) {
-        if (ssl_ != nullptr) {
-            ERR_clear_error();
-            errno = 0;
-            const int n = SSL_write(ssl_, out_, clamp_int(out_left_));
-            if (n > 0) {
-                out_ += n;
-                out_left_ -= static_cast<std::size_t>(n);
-                continue;
-            }
-            switch (SSL_get_error(ssl_, n)) {
-            case SSL_ERROR_WANT_WRITE:
-                writable_ = false;
-                return sent::wait;
-            case SSL_ERROR_WANT_READ:
-                readable_ = false;
-                return sent::wait;
-            case SSL_ERROR_SYSCALL:
-                error_ = errno != 0 ? errno : ECONNRESET;
-                break;
-            default:
-                error_ = EPROTO;
-                break;
-            }
-            ERR_clear_error();
-            return sent::failed;
-        }
-        const ssize_t n = ::send(fd_, out_, out_left_, MSG_NOSIGNAL);
+        const ssize_t n = tls_ != nullptr ? tls_->send(out_, out_left_)
+                                          : ::send(fd_, out_, out_left_, MSG_NOSIGNAL);
         if (n >= 0) {
             out_ += n;
             out_left_ -= static_cast<std::size_t>(n);
@@ -220,7 +190,13 @@ void upstream_connection::read(std::size_t most) {
 }
 
 void upstream_connection::shutdown_send() noexcept {
-    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+    if (fd_ < 0) return;
+    if (tls_ != nullptr) tls_->close_notify(); // the end of our output, with the FIN
+    ::shutdown(fd_, SHUT_WR);
+}
+
+bool upstream_connection::own_records() const noexcept {
+    return tls_ != nullptr && tls_->own_records();
 }
 
 const char* upstream_connection::buffer() const noexcept {
@@ -230,16 +206,23 @@ const char* upstream_connection::buffer() const noexcept {
 bool upstream_connection::quiet() noexcept {
     want_ = 0;
     if (fd_ < 0 || hung_up_ || error_ != 0) return false;
-    if (ssl_ != nullptr && SSL_has_pending(ssl_) == 1) return false; // a record no one asked for
-    if (!readable_) return true;
-    // The last read filled what was asked: whether more waits is not known yet.
-    char c = 0;
-    if (::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
-        (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        readable_ = false;
+    if (tls_ != nullptr) {
+        if (tls_->input_waiting()) return false; // plaintext no one asked for
+        // Records that came behind the response (a session ticket, a KeyUpdate) are taken;
+        // tarry's own records from here, no buffer held.
+        if (readable_) return tls_quiet();
+        tls_->idle();
         return true;
     }
-    return false;
+    if (readable_) {
+        // The last read filled what was asked: whether more waits is not known yet.
+        char c = 0;
+        if (::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0 ||
+            (errno != EAGAIN && errno != EWOULDBLOCK))
+            return false;
+        readable_ = false;
+    }
+    return true;
 }
 
 void upstream_connection::on_events(std::uint32_t events) noexcept {
@@ -252,7 +235,7 @@ void upstream_connection::on_events(std::uint32_t events) noexcept {
 net::io_batch::read_target upstream_connection::read_ahead(std::uint32_t events) noexcept {
     // The read run() would make for this edge: its user asked for bytes, nothing else comes first.
     if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) == 0 || want_ == 0 ||
-        user_ == nullptr || fd_ < 0 || connecting_ || ssl_ != nullptr)
+        user_ == nullptr || fd_ < 0 || connecting_ || tls_ != nullptr)
         return {};
     return {fd_, nullptr, want_};
 }
@@ -284,7 +267,7 @@ void upstream_connection::run() noexcept {
             socklen_t len = sizeof error;
             if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = errno;
         }
-        if (error == 0 && ssl_ != nullptr)
+        if (error == 0 && tls_ != nullptr)
             handshaking_ = true;
         else if (user_ != nullptr)
             user_->on_connected(error_of(error));
@@ -326,8 +309,9 @@ void upstream_connection::run() noexcept {
         }
         if (n > 0) {
             // Less than asked: the socket is drained (unless the peer's FIN is still to read).
-            // Not so over TLS: a read returns one record's bytes, and more may wait.
-            if (static_cast<std::size_t>(n) < asked && !hung_up_ && ssl_ == nullptr)
+            // Not so over OpenSSL's records: a read returns one record's bytes, more may wait.
+            if (static_cast<std::size_t>(n) < asked && !hung_up_ &&
+                (tls_ == nullptr || tls_->short_read_drains()))
                 readable_ = false;
             want_ = 0;
             user_->on_read({}, static_cast<std::size_t>(n));
@@ -344,61 +328,43 @@ void upstream_connection::run() noexcept {
     running_ = false;
     // Idle in its pool: a byte, an EOF or an error all mean it can carry no other request.
     if (user_ == nullptr && fd_ >= 0 && !connecting_ && (readable_ || hung_up_)) {
+        if (readable_ && !hung_up_ && tls_ != nullptr && tls_quiet()) return;
         if (auto pool = pool_.lock()) pool->on_idle_event(*this);
     }
 }
 
 long upstream_connection::receive(char* to, std::size_t most) noexcept {
-    if (ssl_ == nullptr) {
-        const ssize_t n = ::recv(fd_, to, most, 0);
-        return n < 0 ? -errno : n;
-    }
-    ERR_clear_error();
-    errno = 0;
-    const int n = SSL_read(ssl_, to, clamp_int(most));
-    if (n > 0) return n;
-    const int e = SSL_get_error(ssl_, n);
-    const int sys = errno;
-    ERR_clear_error();
-    switch (e) {
-    case SSL_ERROR_ZERO_RETURN: // close_notify, or (SSL_OP_IGNORE_UNEXPECTED_EOF) a bare close
-        return 0;
-    case SSL_ERROR_WANT_READ:
-        return -EAGAIN;
-    case SSL_ERROR_SYSCALL:
-        return sys != 0 ? -sys : -ECONNRESET;
-    default: // a bad record, or a write it would need (renegotiation is refused)
-        return -EPROTO;
-    }
+    const ssize_t n = tls_ != nullptr ? tls_->recv(to, most) : ::recv(fd_, to, most, 0);
+    return n < 0 ? -errno : n;
+}
+
+bool upstream_connection::tls_quiet() noexcept {
+    // What a TLS server may send an idle connection without asking anything of it (a session
+    // ticket, a KeyUpdate, answered here) is taken, and it stays in the pool.
+    char c = 0;
+    if (tls_->recv(&c, 1) >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return false;
+    readable_ = false;
+    tls_->idle();
+    return true;
 }
 
 bool upstream_connection::handshake() noexcept {
-    ERR_clear_error();
-    errno = 0;
-    const int r = SSL_do_handshake(ssl_);
-    if (r == 1) {
-        handshaking_ = false;
-        if (auto pool = pool_.lock()) pool->metrics().tls_handshake(SSL_session_reused(ssl_) == 1);
-        if (user_ != nullptr) user_->on_connected({});
-        return true;
-    }
-    const int e = SSL_get_error(ssl_, r);
-    if (e == SSL_ERROR_WANT_READ) { // the next input edge
+    const tls::step s = tls_->handshake(tls_failure_text);
+    if (s == tls::step::want_read) { // the next input edge
         readable_ = false;
         return false;
     }
-    if (e == SSL_ERROR_WANT_WRITE) {
+    if (s == tls::step::want_write) {
         writable_ = false;
         return false;
     }
     handshaking_ = false;
-    hung_up_ = true; // it carries nothing now
-    try {
-        tls_failure_text = tls::client_context::failure(ssl_, e);
-    } catch (...) {
-        tls_failure_text.clear();
-        ERR_clear_error();
+    if (s == tls::step::done) {
+        if (auto pool = pool_.lock()) pool->metrics().tls_handshake(tls_->resumed());
+        if (user_ != nullptr) user_->on_connected({});
+        return true;
     }
+    hung_up_ = true; // it carries nothing now
     if (user_ != nullptr) user_->on_connected({1, tls_category});
     return true;
 }
@@ -449,17 +415,12 @@ void upstream_connection::close() noexcept {
     want_ = 0;
     write_owed_ = false;
     connecting_ = false;
-    if (ssl_ != nullptr) {
+    if (tls_ != nullptr) {
         // close_notify (one try: nothing waits for the answer) on a connection that carries
         // nothing and never failed.
-        if (!handshaking_ && !hung_up_ && error_ == 0 && out_left_ == 0 &&
-            SSL_is_init_finished(ssl_) == 1) {
-            ERR_clear_error();
-            SSL_shutdown(ssl_);
-        }
-        SSL_free(ssl_);
-        ssl_ = nullptr;
-        ERR_clear_error();
+        if (!handshaking_ && !hung_up_ && error_ == 0 && out_left_ == 0 && fd_ >= 0)
+            tls_->close_notify();
+        tls_.reset();
     }
     handshaking_ = false;
     error_ = 0;

@@ -16,10 +16,9 @@
 #include <string>
 #include <string_view>
 
-typedef struct ssl_st SSL;
-
 namespace tarry::tls {
 class client_context;
+class client_stream;
 class session_slot;
 } // namespace tarry::tls
 
@@ -72,13 +71,15 @@ protected:
 /// owners hold it by shared_ptr, so it outlives its pool and its user; it may be freed in the
 /// middle of a poller batch (it forgets its events first).
 ///
-/// Over TLS (https:// servers), OpenSSL's SSL object does the socket calls, on the same
-/// non-blocking socket and the same edges: the handshake runs after the TCP connect, retried at
-/// each edge it waits for (SSL_ERROR_WANT_READ / WANT_WRITE clear the readiness they found
-/// missing), within connect_timeout, and on_connected comes when it is done. Such a connection
-/// reads and sends by itself (not in the worker's io_uring batches: the records are OpenSSL's to
-/// cut), and its SSL releases its record buffers whenever they are empty, so an idle one keeps
-/// no buffer either.
+/// Over TLS (https:// servers), a tls::client_stream does the socket calls, on the same
+/// non-blocking socket and the same edges: OpenSSL's handshake runs after the TCP connect,
+/// retried at each edge it waits for (a want_read / want_write clears the readiness it found
+/// missing), within connect_timeout, and on_connected comes when it is done. OpenSSL carries
+/// the first exchange (the server's session tickets come with it); when the connection first
+/// goes idle, a TLS 1.3 connection's records become tarry's own and OpenSSL's object is freed
+/// (tls/client_stream), so an idle pooled TLS connection keeps two keys and no buffer. Such a
+/// connection reads and sends by itself (not in the worker's io_uring batches: the records are
+/// the stream's to cut).
 class upstream_connection final : public net::pollable,
                                   public std::enable_shared_from_this<upstream_connection> {
 public:
@@ -140,7 +141,9 @@ public:
     /// verification included; and why, in words, until the next one on this thread.
     [[nodiscard]] static bool tls_failed(const boost::system::error_code& ec) noexcept;
     [[nodiscard]] static const std::string& tls_failure() noexcept;
-    [[nodiscard]] bool secure() const noexcept { return ssl_ != nullptr; }
+    [[nodiscard]] bool secure() const noexcept { return tls_ != nullptr; }
+    /// Over TLS: whether the records are tarry's own (OpenSSL's object freed).
+    [[nodiscard]] bool own_records() const noexcept;
 
     /// Requests this connection carried (1 on its first).
     std::uint64_t uses = 0;
@@ -176,6 +179,9 @@ private:
     /// The TLS handshake, once more: false while it waits for an edge; else on_connected is
     /// delivered.
     bool handshake() noexcept;
+    /// Idle over TLS, readable: whether what came was records that carry nothing for HTTP
+    /// (taken), so that it can stay in its pool.
+    bool tls_quiet() noexcept;
     void fail_soon(int error);
 
     boost::asio::io_context& io_;
@@ -183,7 +189,7 @@ private:
     timeouts::timeout_registry& registry_;
     std::weak_ptr<upstream_pool> pool_;
     timeouts::idle_entry entry_;
-    SSL* ssl_ = nullptr; ///< TLS: from the connect to the close
+    std::unique_ptr<tls::client_stream> tls_; ///< TLS: from the connect to the close
     connection_user* user_ = nullptr;
     const char* out_ = nullptr; ///< what write() has not sent yet
     std::size_t out_left_ = 0;

@@ -11,7 +11,8 @@
 //   build-fuzz/tests/fuzz_tls_records -max_total_time=60 tests/fuzz/corpus_tls
 //
 // Input: byte 0 chooses the mode (% 3: 0 records sealed by the harness with the client's
-// secret, 1 raw bytes as they are, 2 both, chosen per segment) and the AEAD (/ 3 % 3); byte 1
+// secret, 1 raw bytes as they are, 2 both, chosen per segment), the AEAD (/ 3 % 3) and whether
+// the reader reads a server's records, whose NewSessionTickets it skips (/ 9 % 2); byte 1
 // the size of the pieces (of the input handed to the reader, and of the output taken); bytes 2
 // and 3 the session's limits. Then segments, each starting with a control byte c:
 //   raw (mode 1, or mode 2 with c & 0x40): a length byte, then that many bytes, unsealed;
@@ -218,7 +219,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     tls::record_reader rd;
     tls::record_writer wr;
     const auto out = std::make_unique<tls::record_output>();
-    check(rd.init(a, {client_secret, secret_len}));
+    check(rd.init(a, {client_secret, secret_len}, 0, data[0] / 9 % 2 == 1));
     check(wr.init(a, {server_secret, secret_len}));
     check(c.seal.init(a, {client_secret, secret_len}));
     check(c.open.init(a, {server_secret, secret_len}));

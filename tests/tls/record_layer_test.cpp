@@ -140,11 +140,12 @@ answer alert_after(unsigned description, std::string s = {}, unsigned key_update
 /// Feeds `wire` to a reader `piece` bytes at a time (as a socket hands them over), taking the
 /// records off the front as the stream does, until the bytes or the connection end; our
 /// KeyUpdates come from a writer and are opened by the peer's side, key after key.
-answer feed(const bytes& wire, std::size_t piece, aead a = aead::aes_128_gcm) {
+answer feed(const bytes& wire, std::size_t piece, aead a = aead::aes_128_gcm,
+            bool from_server = false) {
     record_reader reader;
     record_writer writer;
     record_protection peer_in; // the peer's reading: the server secret
-    EXPECT_TRUE(reader.init(a, client_secret(a)));
+    EXPECT_TRUE(reader.init(a, client_secret(a), 0, from_server));
     EXPECT_TRUE(writer.init(a, server_secret(a)));
     EXPECT_TRUE(peer_in.init(a, server_secret(a)));
     auto out = std::make_unique<record_output>();
@@ -504,6 +505,69 @@ TEST_F(RecordWriterTest, AWornKeyIsUpdatedBeforeItSealsMore) {
     EXPECT_EQ(got[0].first, handshake_record);
     EXPECT_EQ(got[1], std::make_pair(std::uint8_t{application_data}, data));
     EXPECT_EQ(writer.sequence(), 1U);
+}
+
+// --- Reading a server's records (the proxy's upstream connections) --------------------------
+
+/// A NewSessionTicket of `body` bytes (its fields are not read: it is skipped).
+bytes new_session_ticket(std::size_t body) {
+    bytes m{4, static_cast<std::uint8_t>(body >> 16), static_cast<std::uint8_t>(body >> 8),
+            static_cast<std::uint8_t>(body)};
+    const bytes b = pattern(body);
+    m.insert(m.end(), b.begin(), b.end());
+    return m;
+}
+
+/// `m` split into records of the sizes in `parts` (the rest in a last one).
+void split(client_records& peer, const bytes& m, std::vector<std::size_t> parts) {
+    std::size_t off = 0;
+    for (const std::size_t k : parts) {
+        peer.handshake(bytes(m.begin() + static_cast<std::ptrdiff_t>(off),
+                             m.begin() + static_cast<std::ptrdiff_t>(off + k)));
+        off += k;
+    }
+    if (off < m.size())
+        peer.handshake(bytes(m.begin() + static_cast<std::ptrdiff_t>(off), m.end()));
+}
+
+TEST(RecordReaderFromServer, NewSessionTicketsAreSkippedWholeSplitOrSeveralInARecord) {
+    client_records server;
+    server.handshake(new_session_ticket(200)).data("a");
+    split(server, new_session_ticket(300), {1, 3, 100}); // the header itself split
+    server.data("b");
+    bytes two = new_session_ticket(40);
+    const bytes second = new_session_ticket(0);
+    two.insert(two.end(), second.begin(), second.end());
+    server.handshake(two).key_update(1).data("c").alert(1, 0);
+    for (const std::size_t piece : {std::size_t{1}, std::size_t{7}, server.wire.size()}) {
+        answer expected = updates(1, 1, "abc");
+        expected.closed = true;
+        EXPECT_EQ(feed(server.wire, piece, aead::aes_128_gcm, true), expected) << piece;
+    }
+    // From a client, a ticket is a message it never sends.
+    EXPECT_EQ(feed(server.wire, 1000), alert_after(10));
+}
+
+TEST(RecordReaderFromServer, NothingComesBetweenATicketsFragments) {
+    const bytes ticket = new_session_ticket(100);
+    client_records server;
+    server.handshake(bytes(ticket.begin(), ticket.begin() + 50)).data("x");
+    EXPECT_EQ(feed(server.wire, 1000, aead::aes_128_gcm, true), alert_after(10));
+    client_records alert_between;
+    alert_between.handshake(bytes(ticket.begin(), ticket.begin() + 2)).alert(1, 90);
+    EXPECT_EQ(feed(alert_between.wire, 1000, aead::aes_128_gcm, true), alert_after(10));
+}
+
+TEST(RecordReaderFromServer, ARunOfTicketsIsBoundedAsEmptyRecordsAre) {
+    client_records allowed;
+    for (unsigned i = 0; i < max_empty_records; ++i)
+        allowed.handshake(new_session_ticket(10));
+    allowed.data("ok");
+    EXPECT_EQ(feed(allowed.wire, 1000, aead::aes_128_gcm, true), data("ok"));
+    client_records flood;
+    for (unsigned i = 0; i <= max_empty_records; ++i)
+        flood.handshake(new_session_ticket(10));
+    EXPECT_EQ(feed(flood.wire, 1000, aead::aes_128_gcm, true), alert_after(10));
 }
 
 } // namespace

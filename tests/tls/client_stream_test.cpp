@@ -1,0 +1,322 @@
+// tls::client_stream, the proxy's TLS to its upstreams, against OpenSSL's own server on a
+// socketpair: OpenSSL's object for the handshake and the first exchange, then tarry's records
+// from the first time the connection goes idle (TLS 1.3), and what a server may do from there:
+// more data both ways, records of every size, a KeyUpdate it asks to be answered, a ticket that
+// comes late, close_notify each way. And the connections that keep OpenSSL's object: TLS 1.2, a
+// KeyUpdate during the first exchange.
+
+#include <tarry/tls/client_context.hpp>
+#include <tarry/tls/client_stream.hpp>
+
+#include "reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace tarry::tls::test {
+namespace {
+
+/// A self-signed certificate for "localhost" and its key, made once.
+struct identity {
+    EVP_PKEY* key = nullptr;
+    X509* cert = nullptr;
+    identity() {
+        key = EVP_EC_gen("P-256");
+        cert = X509_new();
+        if (key == nullptr || cert == nullptr) throw std::runtime_error("no key");
+        X509_set_version(cert, 2);
+        ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+        X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+        X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+        X509_set_pubkey(cert, key);
+        X509_NAME* name = X509_get_subject_name(cert);
+        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                   reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+        X509_set_issuer_name(cert, name);
+        if (X509_sign(cert, key, EVP_sha256()) == 0) throw std::runtime_error("no certificate");
+    }
+    ~identity() {
+        X509_free(cert);
+        EVP_PKEY_free(key);
+    }
+};
+
+const identity& server_identity() {
+    static const identity id;
+    return id;
+}
+
+int nonblocking(int fd) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+}
+
+class ClientStreamTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        int fds[2];
+        ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+        client_fd = nonblocking(fds[0]);
+        server_fd = nonblocking(fds[1]);
+    }
+    void TearDown() override {
+        if (server != nullptr) SSL_free(server);
+        if (server_ctx != nullptr) SSL_CTX_free(server_ctx);
+        ::close(client_fd);
+        ::close(server_fd);
+        ERR_clear_error();
+    }
+
+    /// Both handshakes, stepped in turn until each is done. `max_version`: the server's.
+    void connect(int max_version = TLS1_3_VERSION) {
+        server_ctx = SSL_CTX_new(TLS_server_method());
+        ASSERT_NE(server_ctx, nullptr);
+        SSL_CTX_set_max_proto_version(server_ctx, max_version);
+        ASSERT_EQ(SSL_CTX_use_certificate(server_ctx, server_identity().cert), 1);
+        ASSERT_EQ(SSL_CTX_use_PrivateKey(server_ctx, server_identity().key), 1);
+        server = SSL_new(server_ctx);
+        SSL_set_fd(server, server_fd);
+        SSL_set_accept_state(server);
+        ASSERT_TRUE(client.start(context, client_fd, "localhost", &slot));
+        bool client_done = false;
+        bool server_done = false;
+        std::string why;
+        for (int i = 0; i < 100 && !(client_done && server_done); ++i) {
+            if (!client_done) {
+                const step s = client.handshake(why);
+                ASSERT_NE(s, step::failed) << why;
+                client_done = s == step::done;
+            }
+            if (!server_done) {
+                const int r = SSL_do_handshake(server);
+                if (r == 1) {
+                    server_done = true;
+                } else {
+                    const int e = SSL_get_error(server, r);
+                    ASSERT_TRUE(e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) << e;
+                }
+            }
+        }
+        ASSERT_TRUE(client_done && server_done);
+    }
+
+    /// `data` from the client to the server, each side taking what the socket has room for.
+    void up(const std::string& data) {
+        std::string got;
+        std::size_t sent = 0;
+        char buf[20000];
+        for (int i = 0; i < 10000 && got.size() < data.size(); ++i) {
+            if (sent < data.size()) {
+                const ssize_t n = client.send(data.data() + sent, data.size() - sent);
+                if (n < 0) {
+                    ASSERT_EQ(errno, EAGAIN);
+                } else {
+                    sent += static_cast<std::size_t>(n);
+                }
+            }
+            const int r = SSL_read(server, buf, sizeof buf);
+            if (r > 0) {
+                got.append(buf, static_cast<std::size_t>(r));
+            } else {
+                ASSERT_EQ(SSL_get_error(server, r), SSL_ERROR_WANT_READ);
+            }
+        }
+        EXPECT_TRUE(got == data) << got.size() << " of " << data.size() << " bytes";
+    }
+
+    /// `data` from the server to the client.
+    void down(const std::string& data) {
+        std::string got;
+        std::size_t sent = 0;
+        char buf[20000];
+        for (int i = 0; i < 10000 && got.size() < data.size(); ++i) {
+            if (sent < data.size()) {
+                const int w =
+                    SSL_write(server, data.data() + sent,
+                              static_cast<int>(std::min<std::size_t>(data.size() - sent, 100000)));
+                if (w > 0) {
+                    sent += static_cast<std::size_t>(w);
+                } else {
+                    ASSERT_EQ(SSL_get_error(server, w), SSL_ERROR_WANT_WRITE);
+                }
+            }
+            const ssize_t n = client.recv(buf, sizeof buf);
+            if (n > 0) {
+                got.append(buf, static_cast<std::size_t>(n));
+            } else {
+                ASSERT_EQ(n, -1);
+                ASSERT_EQ(errno, EAGAIN);
+            }
+        }
+        EXPECT_TRUE(got == data) << got.size() << " of " << data.size() << " bytes";
+    }
+
+    /// A request and its response.
+    void exchange(const std::string& request, const std::string& response) {
+        up(request);
+        down(response);
+    }
+
+    /// The connection goes idle, as its pool takes it: nothing waits in it.
+    void idle() {
+        ASSERT_FALSE(client.input_waiting());
+        client.idle();
+    }
+
+    client_context context{[] {
+        client_settings s;
+        s.verify = false;
+        return s;
+    }()};
+    session_slot slot;
+    client_stream client;
+    int client_fd = -1;
+    int server_fd = -1;
+    SSL_CTX* server_ctx = nullptr;
+    SSL* server = nullptr;
+};
+
+std::string text_of(std::size_t n, std::size_t offset = 0) {
+    return text(pattern(n, offset));
+}
+
+TEST_F(ClientStreamTest, TheRecordsBecomeOursWhenItFirstGoesIdleAndTheSessionIsKept) {
+    connect();
+    exchange("GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\n");
+    EXPECT_FALSE(client.own_records());
+    // The server's tickets came with the first response: a session to resume.
+    EXPECT_NE(slot.get(), nullptr);
+    idle();
+    EXPECT_TRUE(client.own_records());
+    for (int i = 0; i < 5; ++i)
+        exchange("GET /" + std::to_string(i) + " HTTP/1.1\r\n\r\n", "answer " + std::to_string(i));
+    // Records of every size both ways: several full records, and one byte past.
+    exchange(text_of(3 * 16384 + 1), text_of(5 * 16384 + 1, 7));
+    exchange(text_of(300000, 3), text_of(1000000, 5));
+    idle();
+    exchange("again", "still");
+}
+
+TEST_F(ClientStreamTest, AKeyUpdateTheServerAsksForIsAnsweredAndBothKeysMove) {
+    connect();
+    exchange("first", "first answer");
+    idle();
+    ASSERT_TRUE(client.own_records());
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(SSL_key_update(server, SSL_KEY_UPDATE_REQUESTED), 1);
+        down("after the server's key update " + std::to_string(i));
+        // The client's answer (its KeyUpdate) came before this, or OpenSSL could not open it.
+        up("under the client's next key " + std::to_string(i));
+    }
+    ASSERT_EQ(SSL_key_update(server, SSL_KEY_UPDATE_NOT_REQUESTED), 1);
+    exchange("one more", "under the server's fourth key");
+}
+
+TEST_F(ClientStreamTest, ATicketThatComesLaterIsSkipped) {
+    connect();
+    exchange("first", "first answer");
+    idle();
+    ASSERT_TRUE(client.own_records());
+    ASSERT_EQ(SSL_new_session_ticket(server), 1);
+    ASSERT_EQ(SSL_new_session_ticket(server), 1);
+    exchange("second", "second answer, behind two tickets");
+}
+
+TEST_F(ClientStreamTest, CloseNotifyFromTheServerEndsTheInput) {
+    connect();
+    exchange("first", "first answer");
+    idle();
+    down("last words");
+    ASSERT_EQ(SSL_shutdown(server), 0); // sent, the client's not yet read
+    char buf[100];
+    EXPECT_EQ(client.recv(buf, sizeof buf), 0);
+}
+
+TEST_F(ClientStreamTest, OurCloseNotifyReachesTheServerAfterOurRecords) {
+    connect();
+    exchange("first", "first answer");
+    idle();
+    ASSERT_TRUE(client.own_records());
+    up("the last request");
+    client.close_notify();
+    char buf[100];
+    const int r = SSL_read(server, buf, sizeof buf);
+    EXPECT_EQ(r, 0);
+    EXPECT_EQ(SSL_get_error(server, r), SSL_ERROR_ZERO_RETURN);
+}
+
+TEST_F(ClientStreamTest, TheNextConnectionResumesWithTheKeptSession) {
+    connect();
+    exchange("first", "first answer");
+    idle();
+    SSL_CTX* first_ctx = std::exchange(server_ctx, nullptr);
+    SSL_free(std::exchange(server, nullptr));
+    ::close(client_fd);
+    ::close(server_fd);
+    SetUp();
+    // The same server context (its ticket key), a new connection with the slot's session.
+    server = SSL_new(first_ctx);
+    server_ctx = first_ctx;
+    SSL_set_fd(server, server_fd);
+    SSL_set_accept_state(server);
+    client_stream second;
+    ASSERT_TRUE(second.start(context, client_fd, "localhost", &slot));
+    std::string why;
+    bool c = false;
+    bool s = false;
+    for (int i = 0; i < 100 && !(c && s); ++i) {
+        if (!c) c = second.handshake(why) == step::done;
+        if (!s) s = SSL_do_handshake(server) == 1;
+    }
+    ASSERT_TRUE(c && s) << why;
+    EXPECT_TRUE(second.resumed());
+}
+
+TEST_F(ClientStreamTest, TlsOneTwoKeepsOpenSslsObjectAndWorks) {
+    connect(TLS1_2_VERSION);
+    exchange("first", "first answer");
+    idle();
+    EXPECT_FALSE(client.own_records());
+    exchange("second", "second answer");
+    exchange(text_of(200000), text_of(400000, 1));
+}
+
+TEST_F(ClientStreamTest, AKeyUpdateDuringTheFirstExchangeKeepsOpenSslsObject) {
+    connect();
+    up("first");
+    ASSERT_EQ(SSL_key_update(server, SSL_KEY_UPDATE_REQUESTED), 1);
+    down("first answer, under the server's next key");
+    idle();
+    // The secrets captured at the handshake are not the keys in use now.
+    EXPECT_FALSE(client.own_records());
+    exchange("second", "second answer");
+}
+
+TEST_F(ClientStreamTest, BytesNoOneAskedForKeepTheConnectionFromGoingIdle) {
+    connect();
+    exchange("first", "first answer");
+    idle();
+    ASSERT_TRUE(client.own_records());
+    ASSERT_GT(SSL_write(server, "unasked", 7), 0);
+    char buf[3];
+    ASSERT_EQ(client.recv(buf, sizeof buf), 3); // part of it read, the rest waiting here
+    EXPECT_TRUE(client.input_waiting());
+}
+
+} // namespace
+} // namespace tarry::tls::test
