@@ -26,6 +26,8 @@ plain TCP on 127.0.0.1, optionally TLS with ALPN h2 (--tls).
                                       sent (its PING unanswered): prints "goaway <code> <last>"
                                       for each, the body's length and "ended", then "eof"
   h2_client.py PORT get PATH         as mute, answering SETTINGS and PINGs to the end
+  h2_client.py PORT settled-get PATH  as get, the request sent once the server's SETTINGS is
+                                     acknowledged (nothing of ours unread once it has answered)
   h2_client.py PORT pings            no request, a PING every 20 ms until the server's GOAWAY:
                                       prints "goaway <code> <last>" for each, then "eof"
 """
@@ -286,15 +288,23 @@ def no_ack(port):
     print("eof")
 
 
-def get(port, path, tls, mute_at_goaway):
+def get(port, path, tls, mute_at_goaway, settle=False):
     sock, conn = connect(port, tls)
+    sock.settimeout(60)
+    server_frames = frames(sock)
+    if settle:
+        # The server's SETTINGS acknowledged before the request goes: once it has answered,
+        # nothing of ours is left unread on its side.
+        for kind, flags, stream, payload in server_frames:
+            answer(sock, kind, flags, payload)
+            if kind == SETTINGS and not flags & 1:
+                break
     sid = conn.get_next_available_stream_id()
     conn.send_headers(sid, request_headers("GET", path), end_stream=True)
     sock.sendall(conn.data_to_send())
-    sock.settimeout(60)
     muted = False
     length = 0
-    for kind, flags, stream, payload in frames(sock):
+    for kind, flags, stream, payload in server_frames:
         if kind == GOAWAY:
             last = int.from_bytes(payload[0:4], "big") & 0x7FFFFFFF
             print("goaway", int.from_bytes(payload[4:8], "big"), last)
@@ -387,6 +397,8 @@ def main():
         get(port, args[2], tls, True)
     elif mode == "get":
         get(port, args[2], tls, False)
+    elif mode == "settled-get":
+        get(port, args[2], tls, False, True)
     elif mode == "pings":
         pings(port, tls)
     else:

@@ -326,7 +326,7 @@ TEST_F(H2cTest, PressureTakesAnIdleH2ConnectionWithAGoaway) {
     cfg.keep_alive_min_timeout = 0ms;
     start();
     run_result r;
-    std::thread client([&] { r = python("get /"); });
+    std::thread client([&] { r = python("settled-get /"); }); // no ACK of ours left to read
     // Idle once its one request is answered.
     EXPECT_TRUE(eventually([&] {
         return h2_metric(
