@@ -245,6 +245,13 @@ void h2_session::on_request(std::uint32_t id, const h2::request& r) {
 
 void h2_session::dispatch(h2_stream& s) {
     const http::router::route* route = nullptr;
+    if (s.head_.method == boost::beast::http::verb::connect && s.protocol_.empty()) {
+        // A plain CONNECT (RFC 9113 8.5: a tunnel to :authority) asks for a forward proxy:
+        // 501 whatever the route, as HTTP/1.1's CONNECT gets (http/request_parser). Routed, it
+        // would reach a proxy as a request with no target.
+        s.respond_text(501, "Not Implemented\n");
+        return;
+    }
     if (s.head_.target == "*") {
         // OPTIONS * asks about the server itself.
         http::response_head head;
