@@ -413,5 +413,25 @@ TEST_F(H2ConnectProxyTest, PlainConnectIsNotImplementedAsOverHttp11AndNeverForwa
     EXPECT_EQ(backend->requests.load(), 1) << "the GET after it alone";
 }
 
+// An extended CONNECT goes up as HTTP/1.1's GET with Upgrade (the ws application's tarry-raw
+// tunnels above). An upstream that ignores the Upgrade answers as to a plain GET: over HTTP/1.1
+// its 200 is the upgrade declined, but on an extended CONNECT a 2xx says the tunnel is open
+// (RFC 8441 5), so the client hears 502 instead.
+TEST_F(H2ConnectProxyTest, ExtendedConnectTheUpstreamDoesNotSwitchForIsABadGateway) {
+    start_with({});
+    const run_result r = python("status /x tarry-other");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "502 Bad Gateway\n");
+    EXPECT_EQ(backend->requests.load(), 1);
+    // The same upstream's 200 to HTTP/1.1's upgrade, declined: passed on as it is.
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /x HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-other\r\n"
+                       "Connection: upgrade\r\n\r\n"));
+    const auto h1 = c.read_response(5s);
+    ASSERT_TRUE(h1);
+    EXPECT_EQ(h1->status, 200);
+    EXPECT_EQ(h1->body, "ok");
+}
+
 } // namespace
 } // namespace tarry::test
