@@ -234,6 +234,8 @@ TEST_F(H2WebSocketTest, ADeadPeerIsPingedThenClosedWithItsTunnel) {
         return h2_metric(
                    *srv, [](h2_counters & h) -> auto& { return h.connections; }) == 0;
     }));
+    // The client's connection is counted under the bound that ran out.
+    EXPECT_EQ(test::closes(*srv, server::close_reason::http2_ack_timeout), 1);
 }
 
 TEST_F(H2WebSocketTest, ALivePeerAnswersThePingsAndKeepsItsQuietWebSocket) {
