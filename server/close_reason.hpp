@@ -21,6 +21,9 @@ enum class close_reason : std::size_t {
     handshake,  ///< a TLS handshake failed or timed out (tarry_tls_handshake_failures_total)
     tls,        ///< a TLS protocol error after the handshake (an alert was sent)
     per_client, ///< refused: its client held max_connections_per_client already
+    /// HTTP/2: our SETTINGS, or the PING of http2_ping_interval, unanswered for
+    /// http2_ack_timeout (GOAWAY sent)
+    http2_ack_timeout,
     count_
 };
 
@@ -29,7 +32,7 @@ inline constexpr std::array<std::string_view, static_cast<std::size_t>(close_rea
                        "body_timeout", "send_timeout",       "done",
                        "shutdown",     "pressure",           "error",
                        "proxy_header", "handshake",          "tls",
-                       "per_client"};
+                       "per_client",   "http2_ack_timeout"};
 // A std::array with too few initialisers compiles: an empty last name means one is missing.
 static_assert(!close_reason_names.back().empty());
 

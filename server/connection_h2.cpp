@@ -98,19 +98,15 @@ void connection::drive_h2(bool fresh) {
         }
         if (woken_) continue;
         const bool lingering = phase_ == conn_phase::linger;
+        // Why it ends once its GOAWAY is out: the idle one's timeout, or what the session saw.
+        const close_reason why = idle_goaway_ ? close_reason::keep_alive_timeout : h.ending();
         if (h.closing() && !lingering) {
-            // FIN, then lingering if the client sent more.
-            close_reason why = close_reason::done;
-            if (idle_goaway_)
-                why = close_reason::keep_alive_timeout;
-            else if (h.timed_out() != 0)
-                why = static_cast<close_reason>(h.timed_out());
-            finish(why);
+            finish(why); // FIN, then lingering if the client sent more
             if (closed_) return;
             continue;
         }
         if (peer_eof_) {
-            close(lingering ? close_reason::done : close_reason::client_close);
+            close(lingering ? why : close_reason::client_close);
             return;
         }
         if (!readable_) {

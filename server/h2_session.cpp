@@ -50,7 +50,15 @@ std::size_t slot(h2::error_code code) noexcept {
 
 } // namespace
 
+void h2_session::on_goaway(std::uint32_t /*last_stream*/, h2::error_code /*code*/) {
+    // The client ends the connection (a browser closing a tab's last page, curl at its exit):
+    // as HTTP/1.1's client closing between requests, whatever its code says of us. Its GOAWAY
+    // in answer to ours (a graceful stop's, a timeout's) ends nothing that ours did not.
+    if (!said_goaway_) end_for(close_reason::client_close);
+}
+
 void h2_session::on_goaway_sent(h2::error_code code) {
+    said_goaway_ = true;
     metrics().h2.goaways[slot(code)].add();
 }
 
@@ -137,13 +145,15 @@ void h2_session::expired(h2_deadline& d) noexcept {
             }
             break;
         case h2::watch::block:
-            timed_out_ = static_cast<std::uint8_t>(close_reason::header_timeout);
+            end_for(close_reason::header_timeout);
             break;
-        case h2::watch::settings:
-        case h2::watch::stall:
-        case h2::watch::ping:
-        case h2::watch::probe:
-        case h2::watch::probe_ack:
+        case h2::watch::settings:  // GOAWAY(SETTINGS_TIMEOUT)
+        case h2::watch::probe_ack: // a dead peer: GOAWAY(NO_ERROR), every stream reset
+            end_for(close_reason::http2_ack_timeout);
+            break;
+        case h2::watch::stall: // a stream's: the connection goes on
+        case h2::watch::ping:  // the graceful stop's final GOAWAY: the stop's (or limit's) end
+        case h2::watch::probe: // the PING goes out
             break;
         }
         conn_.expired(id, what, out);
@@ -235,6 +245,13 @@ void h2_session::on_request(std::uint32_t id, const h2::request& r) {
 
 void h2_session::dispatch(h2_stream& s) {
     const http::router::route* route = nullptr;
+    if (s.head_.method == boost::beast::http::verb::connect && s.protocol_.empty()) {
+        // A plain CONNECT (RFC 9113 8.5: a tunnel to :authority) asks for a forward proxy:
+        // 501 whatever the route, as HTTP/1.1's CONNECT gets (http/request_parser). Routed, it
+        // would reach a proxy as a request with no target.
+        s.respond_text(501, "Not Implemented\n");
+        return;
+    }
     if (s.head_.target == "*") {
         // OPTIONS * asks about the server itself.
         http::response_head head;

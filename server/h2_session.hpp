@@ -21,6 +21,7 @@
 // touched or dropped, and when one runs out expired() acts. An entry (an h2_deadline) exists
 // only while its deadline runs: an idle connection holds none.
 
+#include "close_reason.hpp"
 #include "h2_stream.hpp"
 
 #include <tarry/h2/connection.hpp>
@@ -92,8 +93,11 @@ public:
     void abort() noexcept;
     /// A reload turned timeouts off: every deadline is dropped (new ones are not taken).
     void leave_timeouts() noexcept { deadlines_.reset(); }
-    /// Why the connection ends, if one of its deadlines ended it (a close_reason's value), or 0.
-    [[nodiscard]] std::uint8_t timed_out() const noexcept { return timed_out_; }
+    /// Why the connection ends (tarry_connection_closes_total), once closing(): one of its
+    /// deadlines, the client's GOAWAY, or `done` (a limit's GOAWAY, a protocol error's).
+    [[nodiscard]] close_reason ending() const noexcept {
+        return static_cast<close_reason>(ending_);
+    }
 
     /// Nothing more will come: close once the output is written.
     [[nodiscard]] bool closing() const noexcept {
@@ -114,8 +118,15 @@ private:
     void on_reset(std::uint32_t id, h2::error_code code, bool by_peer) override;
     void on_writable(std::uint32_t id) override;
     void on_watch(std::uint32_t stream, h2::watch what, bool on) override;
+    void on_goaway(std::uint32_t last_stream, h2::error_code code) override;
     void on_goaway_sent(h2::error_code code) override;
     void on_reset_sent(h2::error_code code) override;
+
+    /// The first reason that ends the connection holds: the GOAWAY a timeout sent is what the
+    /// client's answer to it, or a later deadline, would otherwise relabel.
+    void end_for(close_reason why) noexcept {
+        if (ending() == close_reason::done) ending_ = static_cast<std::uint8_t>(why);
+    }
 
     friend struct h2_deadline;
     /// A deadline ran out (its entry is unlinked): dropped, then acted on.
@@ -149,9 +160,10 @@ private:
     std::unique_ptr<h2_deadline> deadlines_;          ///< the deadlines running; none while idle
     std::uint32_t started_ = 0;
     bool consuming_ = false;
-    bool broken_ = false;  ///< out of memory while a deadline acted: close as it is
-    bool aborted_ = false; ///< the connection went: no deadline starts any more
-    std::uint8_t timed_out_ = 0;
+    bool broken_ : 1 = false;      ///< out of memory while a deadline acted: close as it is
+    bool aborted_ : 1 = false;     ///< the connection went: no deadline starts any more
+    bool said_goaway_ : 1 = false; ///< a GOAWAY of ours went out: the client's answers it
+    std::uint8_t ending_ = static_cast<std::uint8_t>(close_reason::done); ///< a close_reason
 };
 
 } // namespace tarry::server

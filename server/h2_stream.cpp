@@ -62,13 +62,15 @@ void to_request_head(const h2::request& r, http::request_head& head, std::string
     head.clear();
     head.method = bh::string_to_verb(r.method);
     head.version = 20;
-    head.target.assign(r.path);
+    // A plain CONNECT has no :path: its target is :authority, HTTP/1.1's authority-form (the
+    // access log's request line says what it asked for).
+    head.target.assign(r.path.empty() && r.method == "CONNECT" ? r.authority : r.path);
     head.host.assign(r.authority);
     block.clear();
     const bool tunnel = !r.protocol.empty();
     const bool websocket = tunnel && iequals(r.protocol, "websocket");
     block.append(tunnel ? std::string_view("GET") : r.method);
-    block.append(" ").append(r.path.empty() ? "/" : r.path).append(" HTTP/1.1\r\n");
+    block.append(" ").append(head.target.empty() ? "/" : head.target).append(" HTTP/1.1\r\n");
     if (!r.authority.empty()) block.append("host: ").append(r.authority).append("\r\n");
     if (websocket) {
         block.append("sec-websocket-key: ");

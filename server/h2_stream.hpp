@@ -30,11 +30,11 @@ namespace tarry::server {
 
 class h2_session;
 
-/// Fills `head` from an HTTP/2 request (RFC 9113 8.3.1): the method, :path as the target,
-/// :authority as Host, and a header block in HTTP/1.1's form for find_field() (into `block`:
-/// the request line, Host, the fields, several cookie fields joined with "; " as RFC 9113
-/// 8.2.3 asks, and Transfer-Encoding: chunked for a body of unknown length, so that a proxy
-/// frames it upstream). Version 20: the access log says HTTP/2.0.
+/// Fills `head` from an HTTP/2 request (RFC 9113 8.3.1): the method, :path as the target (a
+/// plain CONNECT's :authority), :authority as Host, and a header block in HTTP/1.1's form for
+/// find_field() (into `block`: the request line, Host, the fields, several cookie fields joined
+/// with "; " as RFC 9113 8.2.3 asks, and Transfer-Encoding: chunked for a body of unknown
+/// length, so that a proxy frames it upstream). Version 20: the access log says HTTP/2.0.
 ///
 /// An extended CONNECT (RFC 8441) keeps its method, CONNECT, so that a handler that takes no
 /// tunnel refuses it as any method it does not take; its block is the HTTP/1.1 request that

@@ -314,6 +314,13 @@ bool proxy_exchange::parse(const char* data, std::size_t size, std::size_t& used
                 switch_protocols(std::string_view(data + used, size - used));
                 return false;
             }
+            if (upgrade_ && status / 100 == 2 && ex_ != nullptr &&
+                ex_->request().method == bh::verb::connect) {
+                // An HTTP/2 extended CONNECT (RFC 8441 5): its 2xx would tell the client the
+                // tunnel is open, and this upstream answered the GET the Upgrade was ignored on.
+                finish(outcome::malformed);
+                return false;
+            }
             if (status / 100 == 1) {
                 parser_.emplace(*this); // 100 Continue and friends: the client gets its own
                 if (head_request_) parser_->skip(true);

@@ -30,6 +30,18 @@ plain TCP on 127.0.0.1, optionally TLS with ALPN h2 (--tls).
                                      acknowledged (nothing of ours unread once it has answered)
   h2_client.py PORT pings            no request, a PING every 20 ms until the server's GOAWAY:
                                       prints "goaway <code> <last>" for each, then "eof"
+  h2_client.py PORT dead PATH        a GET of PATH, then deaf to the server's PINGs (SETTINGS
+                                      still acknowledged): prints "ping" at the first, then
+                                      "goaway <code>" and "eof"
+  h2_client.py PORT goaway PATH      a GET of PATH answered, then the client's GOAWAY(NO_ERROR):
+                                      prints the body's length and "ended", then "eof"
+  h2_client.py PORT close PATH       a GET of PATH answered, then the client's FIN: prints the
+                                      body's length and "ended"
+  h2_client.py PORT frame HEX        the preface and SETTINGS, then the frame HEX: prints
+                                      "goaway <code>" then "eof"
+  h2_client.py PORT ping-flood       PINGs, each once the last one's ACK came (none left unread
+                                      at the close), until the server's GOAWAY: prints
+                                      "goaway <code>" then "eof"
 """
 import select
 import socket
@@ -350,6 +362,77 @@ def pings(port, tls):
                 goaway = True
 
 
+def dead(port, path, tls):
+    sock, conn = connect(port, tls)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, request_headers("GET", path), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(60)
+    pinged = False
+    for kind, flags, _, payload in frames(sock):
+        if kind == PING and not flags & 1 and not pinged:
+            print("ping")
+            pinged = True
+        elif kind == GOAWAY:
+            print("goaway", int.from_bytes(payload[4:8], "big"))
+        elif kind == SETTINGS:
+            answer(sock, kind, flags, payload)
+    print("eof")
+
+
+def answered_then(port, path, tls, then):
+    """A GET of PATH read to its end, then `then` (the socket): prints "<length> ended"."""
+    sock, conn = connect(port, tls)
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, request_headers("GET", path), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    sock.settimeout(60)
+    r = responses()
+    while sid not in r.ended:
+        pump(sock, conn, r)
+    print(len(r.body.get(sid, b"")), "ended")
+    then(sock)
+
+
+def client_goaway(port, path, tls):
+    def send_goaway(sock):
+        sock.sendall(bytes([0, 0, 8, GOAWAY, 0, 0, 0, 0, 0]) + bytes(8))  # last 0, NO_ERROR
+        while sock.recv(65536):
+            pass
+        print("eof")
+    answered_then(port, path, tls, send_goaway)
+
+
+def client_close(port, path, tls):
+    answered_then(port, path, tls, lambda sock: sock.close())
+
+
+def frame(port, hex_frame, tls):
+    sock, conn = connect(port, tls)
+    sock.settimeout(60)
+    sock.sendall(bytes.fromhex(hex_frame))
+    for kind, _, _, payload in frames(sock):
+        if kind == GOAWAY:
+            print("goaway", int.from_bytes(payload[4:8], "big"))
+    print("eof")
+
+
+def ping_flood(port, tls):
+    sock, conn = connect(port, tls)
+    sock.settimeout(60)
+    ping = bytes([0, 0, 8, PING, 0, 0, 0, 0, 0]) + b"flooding"
+    sock.sendall(ping)
+    for kind, flags, _, payload in frames(sock):
+        if kind == PING and flags & 1:
+            try:
+                sock.sendall(ping)
+            except OSError:
+                pass
+        elif kind == GOAWAY:
+            print("goaway", int.from_bytes(payload[4:8], "big"))
+    print("eof")
+
+
 def answer(sock, kind, flags, payload):
     """What a client must answer: a SETTINGS' ACK, a PING's."""
     try:
@@ -401,6 +484,16 @@ def main():
         get(port, args[2], tls, False, True)
     elif mode == "pings":
         pings(port, tls)
+    elif mode == "dead":
+        dead(port, args[2], tls)
+    elif mode == "goaway":
+        client_goaway(port, args[2], tls)
+    elif mode == "close":
+        client_close(port, args[2], tls)
+    elif mode == "frame":
+        frame(port, args[2], tls)
+    elif mode == "ping-flood":
+        ping_flood(port, tls)
     else:
         sys.exit(__doc__)
 

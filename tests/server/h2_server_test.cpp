@@ -371,6 +371,100 @@ TEST_F(H2cTest, GracefulStopLetsAStreamInFlightFinish) {
     EXPECT_EQ(counts.finished.load(), 1);
 }
 
+// Every way an h2 connection ends, and the reason tarry_connection_closes_total counts it under:
+// each of the server's GOAWAYs (a timeout's, a limit's, a protocol error's by its code), the
+// client's GOAWAY and its plain close. A stream of /stream is busy (a piece every 20 ms) where a
+// case needs one open.
+
+struct ending {
+    const char* name;
+    void (*tune)(server::config&);
+    std::string client; ///< h2_client.py's arguments
+    std::string seen;   ///< what it prints
+    server::close_reason reason;
+};
+
+void PrintTo(const ending& e, std::ostream* os) {
+    *os << e.name << " (" << server::close_reason_names[static_cast<std::size_t>(e.reason)] << ")";
+}
+
+/// A frame in hex: length, type, flags, stream, payload.
+std::string hex_frame(const char* length, const char* type, const char* flags, const char* stream,
+                      const std::string& payload) {
+    return std::string(length) + type + flags + stream + payload;
+}
+
+const std::vector<ending>& endings() {
+    using server::close_reason;
+    static const std::vector<ending> all{
+        {"IdleGoaway", [](server::config& c) { c.keep_alive_timeout = 300ms; }, "idle /",
+         "goaway 0 1\neof\n", close_reason::keep_alive_timeout},
+        {"PrefaceThatStops", [](server::config& c) { c.header_timeout = 300ms; }, "partial",
+         "eof\n", close_reason::header_timeout},
+        {"HeadersThatStop", [](server::config& c) { c.header_timeout = 300ms; },
+         "slow-headers /stream", "goaway 11\neof\n", close_reason::header_timeout},
+        {"SettingsUnacknowledged", [](server::config& c) { c.http2_ack_timeout = 300ms; }, "no-ack",
+         "goaway 4\neof\n", close_reason::http2_ack_timeout},
+        {"PingUnanswered",
+         [](server::config& c) {
+             c.http2_ping_interval = 200ms;
+             c.http2_ack_timeout = 200ms;
+         },
+         "dead /stream", "ping\ngoaway 0\neof\n", close_reason::http2_ack_timeout},
+        {"MaxRequests", [](server::config& c) { c.max_requests_per_connection = 1; }, "get /",
+         "goaway 0 2147483647\n13 ended\ngoaway 0 1\neof\n", close_reason::done},
+        {"ProtocolError", [](server::config&) {},
+         "frame " + hex_frame("000001", "00", "00", "00000000", "78"), // DATA on stream 0
+         "goaway 1\neof\n", close_reason::done},
+        {"FlowControlError", [](server::config&) {},
+         "frame " + hex_frame("000004", "08", "00", "00000000", "7fffffff"), // past 2^31-1
+         "goaway 3\neof\n", close_reason::done},
+        {"FrameSizeError", [](server::config&) {},
+         "frame " + hex_frame("000007", "06", "00", "00000000", "00000000000000"), // PING of 7
+         "goaway 6\neof\n", close_reason::done},
+        {"CompressionError", [](server::config&) {},
+         "frame " + hex_frame("000001", "01", "05", "00000001", "80"), // HPACK index 0
+         "goaway 9\neof\n", close_reason::done},
+        {"PingFlood", [](server::config&) {}, "ping-flood", "goaway 11\neof\n", close_reason::done},
+        {"ClientGoaway", [](server::config&) {}, "goaway /", "13 ended\neof\n",
+         close_reason::client_close},
+        {"ClientClose", [](server::config&) {}, "close /", "13 ended\n",
+         close_reason::client_close},
+    };
+    return all;
+}
+
+class H2cEndingTest : public H2cTest, public ::testing::WithParamInterface<ending> {};
+
+TEST_P(H2cEndingTest, IsCountedUnderItsReason) {
+    const ending& e = GetParam();
+    e.tune(cfg);
+    slow_stream::shape s;
+    s.pieces = 1000;
+    s.delay = 0ms;
+    s.gap = 20ms;
+    custom.push_back({"/stream", [this, s](server::handler_context& h) {
+                          return std::make_shared<slow_stream>(h.io, s, counts);
+                      }});
+    start();
+    const run_result r = python(e.client);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, e.seen);
+    const auto reason = static_cast<std::size_t>(e.reason);
+    EXPECT_TRUE(eventually([&] { return closes(*srv, e.reason) == 1; }))
+        << server::close_reason_names[reason];
+    // Under that reason alone.
+    std::int64_t all = 0;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(server::close_reason::count_); ++i)
+        all += closes(*srv, static_cast<server::close_reason>(i));
+    EXPECT_EQ(all, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Endings, H2cEndingTest, ::testing::ValuesIn(endings()),
+                         [](const ::testing::TestParamInfo<ending>& p) {
+                             return std::string(p.param.name);
+                         });
+
 TEST_F(H2cTest, TlsAlpnChoosesH2AndHttp11StaysForOthers) {
     use_tls();
     cfg.docroot = dir;

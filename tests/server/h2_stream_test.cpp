@@ -49,6 +49,19 @@ TEST(H2Request, BecomesARequestHeadWithCookiesJoined) {
     EXPECT_EQ(head.header.substr(0, head.header.find('\r')), "GET /a?b=c HTTP/1.1");
 }
 
+TEST(H2Request, APlainConnectsTargetIsItsAuthority) {
+    // RFC 9113 8.5: no :scheme, no :path; HTTP/1.1's authority-form, as the access log shows it.
+    h2::request r;
+    r.method = "CONNECT";
+    r.authority = "example.com:443";
+    http::request_head head;
+    std::string block;
+    to_request_head(r, head, block);
+    EXPECT_EQ(head.method, bh::verb::connect);
+    EXPECT_EQ(head.target, "example.com:443");
+    EXPECT_EQ(head.header.substr(0, head.header.find('\r')), "CONNECT example.com:443 HTTP/1.1");
+}
+
 TEST(H2Request, ABodyOfUnknownLengthIsChunkedInHttp11Terms) {
     const std::array<h2::field, 1> with_length{{{"content-length", "5"}}};
     h2::request r;

@@ -22,7 +22,11 @@ WebSocket an extended CONNECT (:method CONNECT, :protocol websocket), its frames
   ... many N PATH GET_PATH N WebSockets at once on one connection, each echoing its own
                            messages, beside N GETs of GET_PATH: "<n> websockets ok" and each
                            GET's "<status> <body>"
-  ... status PATH          an extended CONNECT: its status and body: "<status> <body>"
+  ... status PATH [PROTOCOL]  an extended CONNECT (:protocol websocket unless PROTOCOL): its
+                           status and body: "<status> <body>"
+  ... connect AUTHORITY    a plain CONNECT (RFC 9113 8.5: :method and :authority alone, no
+                           END_STREAM): "<status> <body>" or "reset <code>"; then a GET / on
+                           the same connection: "<status>"
   ... settings             the server's SETTINGS_ENABLE_CONNECT_PROTOCOL: "enable_connect <n>"
   ... dead PATH            a WebSocket, one message echoed, then a dead peer: the socket is read
                            but nothing is answered (no PING's ACK) until the server closes:
@@ -344,13 +348,29 @@ def many(c, n, path, get_path):
         print(c.status[g], bytes(c.data.get(g, b"")).decode())
 
 
-def status(c, path):
-    sid = c.open(path)
+def status(c, path, protocol="websocket"):
+    sid = c.open(path, protocol)
     c.until(lambda: sid in c.ended or sid in c.reset, "the answer's end")
     if sid in c.reset:
         print("reset %s" % h2.errors.ErrorCodes(c.reset[sid]).name)
         return
     print(c.status[sid], bytes(c.data.get(sid, b"")).decode().strip())
+
+
+def plain_connect(c, authority):
+    c.conn.config.validate_outbound_headers = False  # h2 wants a :path on every request
+    sid = c.conn.get_next_available_stream_id()
+    c.conn.send_headers(sid, [(":method", "CONNECT"), (":authority", authority)])
+    c.flush()
+    c.conn.config.validate_outbound_headers = True
+    c.until(lambda: sid in c.ended or sid in c.reset, "the answer's end")
+    if sid in c.status:
+        print(c.status[sid], bytes(c.data.get(sid, b"")).decode().strip())
+    else:
+        print("reset %s" % h2.errors.ErrorCodes(c.reset[sid]).name)
+    nxt = c.get("/")
+    c.until(lambda: nxt in c.ended or nxt in c.reset, "the GET's end")
+    print(c.status.get(nxt, "reset"))
 
 
 def settings(c):
@@ -439,7 +459,9 @@ def main():
     elif mode == "many":
         many(c, int(args[0]), args[1], args[2])
     elif mode == "status":
-        status(c, args[0])
+        status(c, *args[:2])
+    elif mode == "connect":
+        plain_connect(c, args[0])
     elif mode == "settings":
         settings(c)
     elif mode == "dead":

@@ -5,6 +5,7 @@
 // becomes the stream's 200 and the stream's DATA the tunnel's bytes, under the stream's flow
 // control and the tunnel's idle timeout.
 #include "upstream/proxy_fixture.hpp"
+#include "upstream/thread_backend.hpp"
 
 #include <tarry/http/exchange.hpp>
 #include <tarry/http/handler.hpp>
@@ -233,6 +234,8 @@ TEST_F(H2WebSocketTest, ADeadPeerIsPingedThenClosedWithItsTunnel) {
         return h2_metric(
                    *srv, [](h2_counters & h) -> auto& { return h.connections; }) == 0;
     }));
+    // The client's connection is counted under the bound that ran out.
+    EXPECT_EQ(test::closes(*srv, server::close_reason::http2_ack_timeout), 1);
 }
 
 TEST_F(H2WebSocketTest, ALivePeerAnswersThePingsAndKeepsItsQuietWebSocket) {
@@ -319,15 +322,117 @@ TEST_F(H2WebSocketTest, HeadlessChromiumOpensItsWebSocketOnTheH2Connection) {
     EXPECT_NE(log.find(":protocol"), std::string::npos) << "the net log shows no :protocol";
 }
 
-class H2WebSocketBuiltInTest : public ServerTest {};
+class H2WebSocketBuiltInTest : public ServerTest {
+protected:
+    H2WebSocketBuiltInTest() { cfg.http2 = true; }
+    ~H2WebSocketBuiltInTest() override {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("tarry_h2connect_" + std::to_string(::getpid()));
+
+    /// A static-files route at "/", its index a page.
+    void use_docroot() {
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir / "index.html") << "<p>index</p>\n";
+        cfg.docroot = dir;
+    }
+    [[nodiscard]] run_result python(const std::string& args) const {
+        return run_shell("/usr/bin/python3 " TARRY_H2_WS_CLIENT " " + std::to_string(port) + " " +
+                         args);
+    }
+};
+
+/// What an HTTP/1.1 CONNECT for `authority` gets on `port`: its status.
+int http11_connect(std::uint16_t port, const std::string& authority) {
+    test_client c(port);
+    if (!c.send("CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n")) return 0;
+    const auto r = c.read_response(5s);
+    return r ? r->status : 0;
+}
 
 TEST_F(H2WebSocketBuiltInTest, ARouteWithoutTunnelsAnswersAsForAnyMethodItDoesNotTake) {
-    cfg.http2 = true;
     start();
-    const run_result r = run_shell("/usr/bin/python3 " TARRY_H2_WS_CLIENT " " +
-                                   std::to_string(port) + " status /echo");
+    const run_result r = python("status /echo");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_EQ(r.output.substr(0, 4), "405 ") << r.output;
+}
+
+// A plain CONNECT (RFC 9113 8.5: a tunnel to :authority, no :protocol) asks for a forward proxy,
+// which tarry is not: HTTP/2 answers it as HTTP/1.1 does (501, whatever the route), and the
+// connection goes on. nginx answers 405 to both.
+
+TEST_F(H2WebSocketBuiltInTest, PlainConnectToTheBuiltInAnswerIsNotImplementedAsOverHttp11) {
+    start();
+    EXPECT_EQ(http11_connect(port, "example.com:443"), 501);
+    const run_result r = python("connect example.com:443");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "501 Not Implemented\n200\n");
+}
+
+TEST_F(H2WebSocketBuiltInTest, PlainConnectToStaticFilesIsNotImplementedAsOverHttp11) {
+    use_docroot();
+    start();
+    EXPECT_EQ(http11_connect(port, "example.com:443"), 501);
+    const run_result r = python("connect example.com:443");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "501 Not Implemented\n200\n");
+}
+
+TEST_F(H2WebSocketBuiltInTest, ExtendedConnectOfAnotherProtocolToStaticFilesIsNotAllowed) {
+    use_docroot();
+    start();
+    const run_result r = python("status / tarry-other");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "405 Method Not Allowed\n");
+}
+
+TEST_F(H2WebSocketBuiltInTest, ExtendedConnectOfAnotherProtocolToTheBuiltInAnswerIsNotAllowed) {
+    start();
+    const run_result r = python("status / tarry-other");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "405 Method Not Allowed\n");
+}
+
+/// The proxy in front of a backend that counts the requests it gets.
+class H2ConnectProxyTest : public ThreadBackendProxyTest {
+protected:
+    H2ConnectProxyTest() { cfg.http2 = true; }
+    [[nodiscard]] run_result python(const std::string& args) const {
+        return run_shell("/usr/bin/python3 " TARRY_H2_WS_CLIENT " " + std::to_string(port) + " " +
+                         args);
+    }
+};
+
+TEST_F(H2ConnectProxyTest, PlainConnectIsNotImplementedAsOverHttp11AndNeverForwarded) {
+    start_with({});
+    EXPECT_EQ(http11_connect(port, "example.com:443"), 501);
+    const run_result r = python("connect example.com:443");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "501 Not Implemented\n200\n");
+    EXPECT_EQ(backend->requests.load(), 1) << "the GET after it alone";
+}
+
+// An extended CONNECT goes up as HTTP/1.1's GET with Upgrade (the ws application's tarry-raw
+// tunnels above). An upstream that ignores the Upgrade answers as to a plain GET: over HTTP/1.1
+// its 200 is the upgrade declined, but on an extended CONNECT a 2xx says the tunnel is open
+// (RFC 8441 5), so the client hears 502 instead.
+TEST_F(H2ConnectProxyTest, ExtendedConnectTheUpstreamDoesNotSwitchForIsABadGateway) {
+    start_with({});
+    const run_result r = python("status /x tarry-other");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "502 Bad Gateway\n");
+    EXPECT_EQ(backend->requests.load(), 1);
+    // The same upstream's 200 to HTTP/1.1's upgrade, declined: passed on as it is.
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /x HTTP/1.1\r\nHost: t\r\nUpgrade: tarry-other\r\n"
+                       "Connection: upgrade\r\n\r\n"));
+    const auto h1 = c.read_response(5s);
+    ASSERT_TRUE(h1);
+    EXPECT_EQ(h1->status, 200);
+    EXPECT_EQ(h1->body, "ok");
 }
 
 } // namespace
