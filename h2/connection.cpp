@@ -868,6 +868,7 @@ void connection::goaway(error_code code, std::string& out, std::string_view debu
         connection_error(code, out, debug);
         return;
     }
+    if (goaway_sent_) return; // its last stream cannot have moved since: one says it all
     send_goaway(out, last_stream_, code, debug);
     goaway_sent_ = true;
     goaway_last_ = last_stream_;

@@ -252,9 +252,10 @@ bool connection::idle() const noexcept {
             (phase_ == conn_phase::header && in_len() == 0 && (!io_ || io_->out.empty())));
 }
 
-void connection::retire() noexcept {
+void connection::retire(close_reason why) noexcept {
     session_.retire();
     if (!h2_ || closed_) return;
+    if (session_h2().idle()) idle_goaway_ = why == close_reason::pressure ? 3 : 2;
     try {
         session_h2().drain(io().out); // GOAWAY(2^31-1) and a PING (RFC 9113 6.8)
     } catch (...) {
@@ -266,7 +267,9 @@ void connection::retire() noexcept {
 void connection::drain() noexcept {
     if (closed_) return;
     if (h2_) {
-        // GOAWAY: no new stream; the open ones finish, then the connection closes.
+        // GOAWAY: no new stream; the open ones finish, then the connection closes. One with
+        // none open is closed by the stop, as HTTP/1.1's idle ones are (`shutdown`).
+        if (session_h2().idle() && idle_goaway_ == 0) idle_goaway_ = 2;
         try {
             session_h2().drain(io().out);
         } catch (...) {
@@ -617,7 +620,7 @@ const timeouts::timeout_kind& connection::kind_for(conn_phase p) const noexcept 
 }
 
 void connection::retire_idle() noexcept {
-    retire(); // HTTP/2: the graceful GOAWAY now
+    retire(close_reason::pressure); // HTTP/2: the graceful GOAWAY now
     if (phase_ != conn_phase::keep_alive || !idle_.enrolled()) return;
     try {
         enter(conn_phase::keep_alive, false); // kind_for() now says retired: it moves lists

@@ -106,7 +106,9 @@ public:
     }
     /// Its next response says Connection: close; while idle it stays open. HTTP/2: the graceful
     /// GOAWAY now, the streams in flight finish.
-    void retire() noexcept;
+    /// `why`: what it is closed for if it has no stream open (HTTP/2: its GOAWAY goes now, and
+    /// it closes once the client has had it), shutdown or pressure.
+    void retire(close_reason why = close_reason::shutdown) noexcept;
     /// retire(), for a keep-alive connection pressure chose: it moves to the retired kind, so
     /// that the next newcomer finds another at the head of the keep-alive kind.
     void retire_idle() noexcept;
@@ -227,9 +229,11 @@ private:
     bool peer_v6_ : 1 = false;       ///< the PROXY header's client is in ctx_.proxied_v6
     bool peer_v4_known_ : 1 = false; ///< peer_v4_ holds the client's address
     bool h2_ : 1 = false;            ///< speaks HTTP/2 (its state in ctx_.h2s)
-    bool idle_goaway_ : 1 = false;   ///< HTTP/2: GOAWAY sent at keep_alive_timeout
-    bool counted_ : 1 = false;       ///< counted against its client in ctx_.clients
-    bool client_hash_ : 1 = false;   ///< peer_v4_ holds an IPv6 client's key
+    /// HTTP/2: why the server sent its GOAWAY to a connection with no stream open, the reason
+    /// it is closed for (0: none of these; 1 keep_alive_timeout, 2 a stop, 3 pressure).
+    std::uint8_t idle_goaway_ : 2 = 0;
+    bool counted_ : 1 = false;     ///< counted against its client in ctx_.clients
+    bool client_hash_ : 1 = false; ///< peer_v4_ holds an IPv6 client's key
 };
 
 /// The worker's live connections (unlinked automatically when a connection is freed).

@@ -98,8 +98,13 @@ void connection::drive_h2(bool fresh) {
         }
         if (woken_) continue;
         const bool lingering = phase_ == conn_phase::linger;
-        // Why it ends once its GOAWAY is out: the idle one's timeout, or what the session saw.
-        const close_reason why = idle_goaway_ ? close_reason::keep_alive_timeout : h.ending();
+        // Why it ends once its GOAWAY is out: the idle one's timeout, a stop or pressure that
+        // found it idle, or what the session saw.
+        static constexpr close_reason idle_reasons[] = {
+            close_reason::done, close_reason::keep_alive_timeout, close_reason::shutdown,
+            close_reason::pressure};
+        close_reason why = idle_goaway_ == 1 ? close_reason::keep_alive_timeout : h.ending();
+        if (why == close_reason::done) why = idle_reasons[idle_goaway_];
         if (h.closing() && !lingering) {
             finish(why); // FIN, then lingering if the client sent more
             if (closed_) return;
@@ -155,7 +160,7 @@ bool connection::h2_timeout() noexcept {
             return true;
         }
         // RFC 9113 6.8: GOAWAY with the last stream, then the close once it is written.
-        idle_goaway_ = true;
+        idle_goaway_ = 1;
         try {
             session_h2().close_idle(io().out);
         } catch (...) {

@@ -346,6 +346,55 @@ TEST_F(H2cTest, PressureTakesAnIdleH2ConnectionWithAGoaway) {
     EXPECT_EQ(closes(*srv, server::close_reason::pressure), 1);
 }
 
+TEST_F(H2cTest, AStopCountsAnIdleConnectionAsShutdownAndOneWithAStreamAsDone) {
+    slow_stream::shape s;
+    s.pieces = 10;
+    s.delay = 0ms;
+    s.gap = 20ms;
+    custom.push_back({"/stream", [this, s](server::handler_context& h) {
+                          return std::make_shared<slow_stream>(h.io, s, counts);
+                      }});
+    start();
+    run_result idle;
+    run_result busy;
+    // One connection idle once answered, one with a stream in flight when the stop comes.
+    std::thread idle_client([&] { idle = python("settled-get /"); });
+    ASSERT_TRUE(eventually([&] { return in_phase(*srv, server::conn_phase::keep_alive) == 1; }));
+    std::thread busy_client([&] { busy = python("get /stream"); });
+    ASSERT_TRUE(eventually([&] { return counts.alive.load() == 1; }));
+    srv->stop();
+    idle_client.join();
+    busy_client.join();
+    runner.join();
+    ASSERT_EQ(idle.status, 0) << idle.output;
+    ASSERT_EQ(busy.status, 0) << busy.output;
+    EXPECT_EQ(busy.output, "goaway 0 2147483647\ngoaway 0 1\n10000 ended\neof\n");
+    EXPECT_EQ(closes(*srv, server::close_reason::shutdown), 1);
+    EXPECT_EQ(closes(*srv, server::close_reason::done), 1);
+    srv.reset();
+}
+
+TEST_F(H2cTest, PressureRetiresARecentlyUsedIdleConnectionAndCountsItAsPressure) {
+    cfg.max_connections = 1;
+    cfg.keep_alive_min_timeout = 60s; // used too recently to be taken: asked to go instead
+    start();
+    run_result r;
+    std::thread client([&] { r = python("settled-get /"); });
+    ASSERT_TRUE(eventually([&] { return in_phase(*srv, server::conn_phase::keep_alive) == 1; }));
+    {
+        test_client newcomer(port); // waits until the retired connection has gone
+        ASSERT_TRUE(newcomer.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        const auto answer = newcomer.read_response(10s);
+        ASSERT_TRUE(answer);
+        EXPECT_EQ(answer->status, 200);
+    }
+    client.join();
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.output, "13 ended\ngoaway 0 2147483647\ngoaway 0 1\neof\n");
+    EXPECT_EQ(closes(*srv, server::close_reason::pressure), 1);
+    EXPECT_EQ(closes(*srv, server::close_reason::done), 0);
+}
+
 TEST_F(H2cTest, GracefulStopLetsAStreamInFlightFinish) {
     slow_stream::shape s;
     s.pieces = 20;
