@@ -30,6 +30,16 @@ struct client_stream::capture {
 
 namespace {
 
+/// This thread's connections between their start and their first idle moment (OpenSSL's object
+/// at its largest), and the most at once since the last burst_over().
+struct client_burst {
+    std::uint32_t open = 0;
+    std::uint32_t peak = 0;
+};
+thread_local client_burst burst;
+/// As the server side's handshakes (tls/handshake.cpp): 64 leave megabytes of freed heap.
+constexpr std::uint32_t burst_min_peak = 64;
+
 /// SSL_read and SSL_write take an int.
 int clamp_int(std::size_t n) noexcept {
     return static_cast<int>(std::min<std::size_t>(n, INT_MAX));
@@ -40,7 +50,20 @@ int clamp_int(std::size_t n) noexcept {
 client_stream::client_stream() noexcept = default;
 
 client_stream::~client_stream() {
+    settled();
     if (ssl_ != nullptr) SSL_free(ssl_);
+}
+
+void client_stream::settled() noexcept {
+    if (!counted_) return;
+    counted_ = false;
+    --burst.open;
+}
+
+bool client_stream::burst_over() noexcept {
+    if (burst.open != 0 || burst.peak < burst_min_peak) return false;
+    burst.peak = 0;
+    return true;
 }
 
 bool client_stream::start(const client_context& ctx, const int& fd, const std::string& name,
@@ -53,6 +76,8 @@ bool client_stream::start(const client_context& ctx, const int& fd, const std::s
     }
     ssl_ = ctx.new_ssl(fd, name, slot);
     if (ssl_ == nullptr) return false;
+    counted_ = true;
+    burst.peak = std::max(burst.peak, ++burst.open);
     SSL_set_app_data(ssl_, capture_.get());
     SSL_set_msg_callback(ssl_, on_record);
     SSL_set_msg_callback_arg(ssl_, capture_.get());
@@ -171,6 +196,7 @@ bool client_stream::input_waiting() const noexcept {
 }
 
 void client_stream::idle() noexcept {
+    settled();
     if (ssl_ != nullptr) take_over();
     if (ssl_ == nullptr) records_.release();
 }

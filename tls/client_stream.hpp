@@ -71,6 +71,12 @@ public:
     /// For the client SSL_CTX's key log callback: a handshake's traffic secrets.
     static void on_secret(const SSL* ssl, const char* line) noexcept;
 
+    /// True once after a burst of connections through their handshakes and first exchanges
+    /// on this thread is over (none such now, at least 64 at once at the peak): OpenSSL's
+    /// objects, freed as each went idle, leave heap glibc keeps resident under the pooled
+    /// connections: the time to give it back (no close comes to decide a trim).
+    static bool burst_over() noexcept;
+
 private:
     struct capture;
     /// For SSL_set_msg_callback: counts the records each way since the handshake.
@@ -83,8 +89,12 @@ private:
     std::unique_ptr<capture> capture_; ///< while OpenSSL's object lives
     stream records_;                   ///< after take_over()
     const int* fd_ = nullptr;
+    /// Counted in this thread's burst (started, not yet idle once nor freed).
+    void settled() noexcept;
+
     bool finished_ = false; ///< the handshake is done
     bool resumed_ = false;
+    bool counted_ = false; ///< in this thread's burst
 };
 
 } // namespace tarry::tls

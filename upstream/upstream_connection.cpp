@@ -4,6 +4,7 @@
 
 #include <tarry/tls/client_context.hpp>
 #include <tarry/tls/client_stream.hpp>
+#include <tarry/tls/stream.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <utility>
 
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -211,7 +213,7 @@ bool upstream_connection::quiet() noexcept {
         // Records that came behind the response (a session ticket, a KeyUpdate) are taken;
         // tarry's own records from here, no buffer held.
         if (readable_) return tls_quiet();
-        tls_->idle();
+        tls_idle();
         return true;
     }
     if (readable_) {
@@ -344,8 +346,18 @@ bool upstream_connection::tls_quiet() noexcept {
     char c = 0;
     if (tls_->recv(&c, 1) >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return false;
     readable_ = false;
-    tls_->idle();
+    tls_idle();
     return true;
+}
+
+void upstream_connection::tls_idle() noexcept {
+    tls_->idle(); // tarry's own records from here, no buffer held
+    if (tls::client_stream::burst_over()) [[unlikely]] {
+        // A burst of new TLS connections went idle in their pools: OpenSSL's objects are freed,
+        // their heap resident under the pooled ones until given back.
+        tls::stream::release_kept();
+        ::malloc_trim(0);
+    }
 }
 
 bool upstream_connection::handshake() noexcept {

@@ -182,6 +182,8 @@ private:
     /// Idle over TLS, readable: whether what came was records that carry nothing for HTTP
     /// (taken), so that it can stay in its pool.
     bool tls_quiet() noexcept;
+    /// Going idle over TLS: the stream told, and the heap given back after a burst.
+    void tls_idle() noexcept;
     void fail_soon(int error);
 
     boost::asio::io_context& io_;
