@@ -140,7 +140,7 @@ TEST_F(H2WebSocketTest, AnIdleTunnelIsResetAtItsIdleTimeout) {
     ASSERT_EQ(r.output.substr(0, r.output.find('\n')), "reset CANCEL") << r.output;
     const auto at = r.output.find("quiet ");
     ASSERT_NE(at, std::string::npos) << r.output;
-    EXPECT_GE(std::stoi(r.output.substr(at + 6)), 290);
+    EXPECT_GE(std::stoi(r.output.substr(at + 6)), 300);
     EXPECT_TRUE(eventually([&] { return closes(tunnel_close::idle_timeout) == 1; }));
     EXPECT_TRUE(eventually([&] { return app_open() == 0; })) << "the upstream side closes too";
     EXPECT_TRUE(eventually([&] { return h2_tunnels() == 0; }));
@@ -227,7 +227,7 @@ TEST_F(H2WebSocketTest, ADeadPeerIsPingedThenClosedWithItsTunnel) {
     ASSERT_EQ(r.status, 0) << r.output;
     ASSERT_EQ(r.output.substr(0, r.output.find("quiet")), "ping\ngoaway 0\neof\n") << r.output;
     // The interval, then the bound: never sooner.
-    EXPECT_GE(std::stoi(r.output.substr(r.output.find("quiet ") + 6)), 390) << r.output;
+    EXPECT_GE(std::stoi(r.output.substr(r.output.find("quiet ") + 6)), 400) << r.output;
     EXPECT_TRUE(eventually([&] { return closes(tunnel_close::client_close) == 1; }));
     EXPECT_TRUE(eventually([&] { return app_open() == 0; })) << "the upstream side closes too";
     EXPECT_TRUE(eventually([&] {
