@@ -589,6 +589,24 @@ TEST_F(ClientStreamTest, AKeyUpdateInTheMiddleOfAResponseWhileTheRequestStillGoe
     exchange("after", "after answer");
 }
 
+TEST_F(ClientStreamTest, AFatalAlertFromTheServerToAnIdleConnectionIsAReset) {
+    connect();
+    exchange("first", "first answer");
+    idle();
+    ASSERT_TRUE(client.own_records());
+    // OpenSSL's server answers bytes it cannot open with its fatal alert.
+    ASSERT_EQ(::send(client_fd, "\x17\x03\x03\x00\x20", 5, MSG_NOSIGNAL), 5);
+    ASSERT_EQ(::send(client_fd, std::string(32, 'z').data(), 32, MSG_NOSIGNAL), 32);
+    char buf[100];
+    const int r = SSL_read(server, buf, sizeof buf);
+    ASSERT_LE(r, 0);
+    ASSERT_EQ(SSL_get_error(server, r), SSL_ERROR_SSL);
+    char c = 0;
+    EXPECT_EQ(client.recv(&c, 1), -1);
+    EXPECT_EQ(errno, ECONNRESET);
+    EXPECT_EQ(client.send("more", 4), -1);
+}
+
 // Bytes a broken server (or someone on the path) puts on an idle connection whose records are
 // tarry's: the client's recv fails (EPROTO), again at the next call, and the server gets the
 // client's fatal alert.

@@ -731,6 +731,69 @@ TEST_F(ProxyTlsTest, CloseNotifyRightBehindAResponseKeepsTheConnectionOutOfThePo
     EXPECT_EQ(metric("tarry_upstream_errors_total", ",kind=\"reset\""), 0);
 }
 
+TEST_F(ProxyTlsTest, AChunkedResponseInManySmallRecordsAndPipelinedRequestsOnTarrysRecords) {
+    tls_backend node("server");
+    start_with(node.port(), "tls_ca_file = \"" + cert("ca.pem") + "\"");
+    ASSERT_EQ(get()->status, 200); // OpenSSL's records; then the pool's, tarry's own
+    std::string expected;
+    for (int i = 0; i < 2000; ++i)
+        expected.append(3, static_cast<char>('a' + i % 26));
+    const auto r = get("/chunks?n=2000&size=3");
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->body == expected) << r->body.size() << " bytes";
+    // Three requests in one write: answered in order, over the pooled connection.
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /chunks?n=300&size=1 HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /big?n=70000 HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /servername HTTP/1.1\r\nHost: t\r\n\r\n"));
+    const auto first = c.read_response(10s);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->body, [] {
+        std::string b;
+        for (int i = 0; i < 300; ++i)
+            b += static_cast<char>('a' + i % 26);
+        return b;
+    }());
+    const auto second = c.read_response(10s);
+    ASSERT_TRUE(second.has_value());
+    EXPECT_EQ(second->body, std::string(70000, 'x'));
+    const auto third = c.read_response(10s);
+    ASSERT_TRUE(third.has_value());
+    EXPECT_EQ(third->body, "false");
+    EXPECT_EQ(stat("connections"), 1);
+}
+
+TEST_F(ProxyTlsTest, TwoHundredConnectionsAtOnceGoIdleAndAreAllReused) {
+    tls_backend node("server");
+    start_with(node.port(),
+               "tls_ca_file = \"" + cert("ca.pem") + "\"\nidle_timeout = \"60s\"\nmax_idle = 1000");
+    constexpr int n = 200;
+    const auto burst = [&] {
+        std::vector<std::thread> clients;
+        std::atomic<int> ok{0};
+        for (int i = 0; i < n; ++i)
+            clients.emplace_back([&] {
+                const auto r = get("/slow?ms=1000");
+                if (r && r->status == 200 && r->body == "slow") ++ok;
+            });
+        for (auto& t : clients)
+            t.join();
+        return ok.load();
+    };
+    // n connections made at once (past the heap trim's burst of 64), then idle in the pool on
+    // tarry's records; then n requests at once again, each on one of them.
+    ASSERT_EQ(burst(), n);
+    const long long made = metric("tarry_upstream_tls_handshakes_total");
+    ASSERT_GE(made, n);
+    ASSERT_TRUE(eventually(
+        [&] { return metric("tarry_upstream_connections", ",state=\"idle\"") == made; }, 10s));
+    ASSERT_EQ(burst(), n);
+    EXPECT_EQ(metric("tarry_upstream_tls_handshakes_total"), made);
+    EXPECT_EQ(metric("tarry_upstream_closes_total", ",reason=\"upstream_close\""), 0);
+    EXPECT_EQ(metric("tarry_upstream_errors_total", ",kind=\"reset\""), 0);
+}
+
 TEST_F(ProxyTlsTest, AnApplicationThatSpeaksTlsOneTwoIsServedOnOpenSslsRecords) {
     tls_backend node("server", false, 0, "TLSv1.2");
     start_with(node.port(), "tls_ca_file = \"" + cert("ca.pem") + "\"");
