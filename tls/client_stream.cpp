@@ -200,6 +200,11 @@ bool client_stream::input_waiting() const noexcept {
     return records_.input_waiting();
 }
 
+bool client_stream::plaintext_waiting() const noexcept {
+    if (ssl_ != nullptr) return SSL_pending(ssl_) > 0;
+    return records_.plaintext_waiting();
+}
+
 void client_stream::idle() noexcept {
     settled();
     if (ssl_ != nullptr) take_over();

@@ -202,7 +202,16 @@ private:
 /// connection at a time, each new one served normally.
 class unruly_backend {
 public:
-    enum class act : int { none, close_notify, fin, plaintext, oversized, reset, close_behind };
+    enum class act : int {
+        none,
+        close_notify,
+        fin,
+        plaintext,
+        oversized,
+        reset,
+        close_behind,
+        ticket_cut_behind
+    };
 
     unruly_backend() {
         ctx_ = SSL_CTX_new(TLS_server_method());
@@ -234,6 +243,9 @@ public:
     /// What the connection does next (once: act::none again once done).
     void next(act a) noexcept { next_ = static_cast<int>(a); }
     [[nodiscard]] bool done() const noexcept { return next_ == static_cast<int>(act::none); }
+    /// act::ticket_cut_behind: whether the first part is out; the rest goes at rest().
+    [[nodiscard]] bool cut() const noexcept { return cut_; }
+    void rest() noexcept { rest_ = true; }
 
 private:
     void serve() {
@@ -266,7 +278,7 @@ private:
         char buf[4096];
         while (!stop_) {
             const auto a = static_cast<act>(next_.load());
-            if (a != act::none && a != act::close_behind) {
+            if (a != act::none && a < act::close_behind) { // (those two come with a response)
                 switch (a) {
                 case act::close_notify:
                     SSL_shutdown(ssl);
@@ -314,18 +326,34 @@ private:
                 drain(fd);
                 return;
             }
+            if (next_ == static_cast<int>(act::ticket_cut_behind)) {
+                // A session ticket right behind the response, its record cut in two segments:
+                // the first with the response, the rest once the proxy has had the response.
+                const std::string both = held_write(ssl, ok, false);
+                ::send(fd, both.data(), both.size() - 10, MSG_NOSIGNAL);
+                cut_ = true;
+                while (!stop_ && !rest_)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                ::send(fd, both.data() + both.size() - 10, 10, MSG_NOSIGNAL);
+                next_ = static_cast<int>(act::none);
+                continue;
+            }
             if (SSL_write(ssl, ok.data(), static_cast<int>(ok.size())) <= 0) return;
         }
     }
 
-    /// The records of `response` and close_notify, as bytes (written by the caller at once).
-    static std::string held_write(SSL* ssl, const std::string& response) {
+    /// The records of `response` and close_notify (or a session ticket), as bytes.
+    static std::string held_write(SSL* ssl, const std::string& response, bool close = true) {
         BIO* mem = BIO_new(BIO_s_mem());
         BIO* sock = SSL_get_wbio(ssl);
         BIO_up_ref(sock);
         SSL_set0_wbio(ssl, mem);
         SSL_write(ssl, response.data(), static_cast<int>(response.size()));
-        SSL_shutdown(ssl);
+        if (close) {
+            SSL_shutdown(ssl);
+        } else if (SSL_new_session_ticket(ssl) == 1) {
+            SSL_do_handshake(ssl);
+        }
         char* p = nullptr;
         const long n = BIO_get_mem_data(mem, &p);
         std::string out(p, static_cast<std::size_t>(std::max(n, 0L)));
@@ -339,6 +367,8 @@ private:
     std::atomic<bool> stop_{false};
     std::atomic<int> connections_{0};
     std::atomic<int> next_{0};
+    std::atomic<bool> cut_{false};
+    std::atomic<bool> rest_{false};
     std::thread thread_;
 };
 
@@ -721,7 +751,7 @@ TEST_F(ProxyTlsTest, CloseNotifyRightBehindAResponseKeepsTheConnectionOutOfThePo
         ASSERT_TRUE(last.has_value());
         EXPECT_EQ(last->status, 200);
         EXPECT_EQ(last->body, "ok");
-        EXPECT_TRUE(backend.done());
+        EXPECT_TRUE(eventually([&] { return backend.done(); }, 10s));
         // The next request on a new connection, not on the one that ended.
         const auto next = get();
         ASSERT_TRUE(next.has_value());
@@ -729,6 +759,30 @@ TEST_F(ProxyTlsTest, CloseNotifyRightBehindAResponseKeepsTheConnectionOutOfThePo
         EXPECT_EQ(backend.connections(), round + 1);
     }
     EXPECT_EQ(metric("tarry_upstream_errors_total", ",kind=\"reset\""), 0);
+}
+
+TEST_F(ProxyTlsTest, ATicketRecordCutBehindTheResponseLeavesTheConnectionPooled) {
+    unruly_backend backend;
+    start_with(backend.port(), "tls_ca_file = \"" + cert("ca.pem") + "\"");
+    ASSERT_EQ(get()->status, 200); // OpenSSL's records; then the pool's, tarry's own
+    backend.next(unruly_backend::act::ticket_cut_behind);
+    const auto r = get();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->body, "ok");
+    // The connection went back to its pool with part of the ticket's record read: pooled, or
+    // (a connection that cannot carry another request) closed.
+    ASSERT_TRUE(eventually([&] { return backend.cut(); }, 10s));
+    const auto pooled_or_closed = [&] {
+        return metric("tarry_upstream_connections", ",state=\"idle\"") == 1 ||
+               metric("tarry_upstream_closes_total", ",reason=\"upstream_close\"") != 0;
+    };
+    ASSERT_TRUE(eventually(pooled_or_closed, 10s));
+    backend.rest();
+    ASSERT_TRUE(eventually([&] { return backend.done(); }, 10s));
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(get()->status, 200);
+    EXPECT_EQ(metric("tarry_upstream_closes_total", ",reason=\"upstream_close\""), 0);
+    EXPECT_EQ(backend.connections(), 1);
 }
 
 TEST_F(ProxyTlsTest, AChunkedResponseInManySmallRecordsAndPipelinedRequestsOnTarrysRecords) {
