@@ -369,6 +369,26 @@ TEST_F(ClientStreamTest, TlsOneTwoKeepsOpenSslsObjectAndWorks) {
     exchange(text_of(200000), text_of(400000, 1));
 }
 
+TEST_F(ClientStreamTest, ARenegotiationTheServerAsksForOnTlsOneTwoIsRefused) {
+    connect(TLS1_2_VERSION);
+    exchange("first", "first answer");
+    idle();
+    // A HelloRequest: the client reads the data behind it and answers no_renegotiation (a
+    // warning), never a ClientHello; OpenSSL's server ends the connection on that answer (its
+    // fatal alert), which the client's next read reports.
+    ASSERT_EQ(SSL_renegotiate(server), 1);
+    SSL_do_handshake(server); // (the HelloRequest goes)
+    down("under the same keys");
+    char buf[100];
+    const int r = SSL_read(server, buf, sizeof buf);
+    EXPECT_LE(r, 0);
+    EXPECT_EQ(SSL_get_error(server, r), SSL_ERROR_SSL);
+    EXPECT_EQ(SSL_renegotiate_pending(server), 1); // (no ClientHello came)
+    char c = 0;
+    EXPECT_EQ(client.recv(&c, 1), -1);
+    EXPECT_EQ(errno, EPROTO);
+}
+
 TEST_F(ClientStreamTest, AKeyUpdateDuringTheFirstExchangeKeepsOpenSslsObject) {
     connect();
     up("first");
