@@ -7,6 +7,8 @@
 
 #include <tarry/tls/client_context.hpp>
 #include <tarry/tls/client_stream.hpp>
+#include <tarry/tls/key_log.hpp>
+#include <tarry/tls/record_protection.hpp>
 
 #include "reference.hpp"
 
@@ -436,6 +438,62 @@ TEST_F(ClientStreamTest, ATicketSplitOverRecordsAroundTheFirstIdleMomentIsSkippe
     idle();
     EXPECT_TRUE(client.own_records());
     exchange("third", "third answer");
+}
+
+/// The server's traffic secret, from its key log (the callback takes no argument).
+std::string server_secret_line;
+
+TEST_F(ClientStreamTest, ATicketWhoseHeaderIsSplitOverRecordsAtTheFirstIdleMomentIsSkipped) {
+    // A server other than OpenSSL may pack a whole ticket and the first bytes of the next into
+    // one record: OpenSSL's object then holds a part of a message header that no call tells
+    // of. The server's records after the handshake are sealed here (its secret from its key
+    // log; no tickets of OpenSSL's, so the response is its only record before them).
+    server_secret_line.clear();
+    setup_server = [](SSL_CTX* ctx) {
+        SSL_CTX_set_num_tickets(ctx, 0);
+        SSL_CTX_set_keylog_callback(ctx, [](const SSL*, const char* line) {
+            if (std::string_view(line).starts_with("SERVER_TRAFFIC_SECRET_0 "))
+                server_secret_line = line;
+        });
+    };
+    connect();
+    exchange("first", "first answer"); // the server's record 0
+    std::uint8_t secret[64];
+    const std::size_t secret_len = key_log_secret(server_secret_line, secret);
+    const auto a = aead_of_suite(
+        static_cast<std::uint16_t>(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(server))));
+    ASSERT_TRUE(a.has_value());
+    record_protection sealer;
+    ASSERT_TRUE(sealer.init(*a, {secret, secret_len}, 1));
+    const auto sealed = [&](std::uint8_t type, const std::string& plain) {
+        std::string out(plain.size() + record_overhead, '\0');
+        const std::size_t n =
+            sealer.seal(type, reinterpret_cast<const std::uint8_t*>(plain.data()), plain.size(),
+                        reinterpret_cast<std::uint8_t*>(out.data()));
+        out.resize(n);
+        return out;
+    };
+    // NewSessionTicket: lifetime 7200 s, age_add, a 1-byte nonce, a 4-byte ticket, no
+    // extensions (18 bytes).
+    const std::string body("\x00\x00\x1c\x20\x01\x02\x03\x04\x01\x07\x00\x04tick\x00\x00", 18);
+    const std::string ticket = std::string("\x04\x00\x00\x12", 4) + body;
+    wire(sealed(handshake_record, ticket + ticket.substr(0, 2)));
+    quiet();
+    client.idle();
+    wire(sealed(handshake_record, ticket.substr(2)));
+    quiet();
+    client.idle();
+    up("second");
+    wire(sealed(application_data, "second answer"));
+    char buf[100];
+    ASSERT_EQ(client.recv(buf, sizeof buf), 13) << errno;
+    EXPECT_EQ(std::string(buf, 13), "second answer");
+    idle();
+    EXPECT_TRUE(client.own_records());
+    up("third");
+    wire(sealed(application_data, "third answer"));
+    ASSERT_EQ(client.recv(buf, sizeof buf), 12) << errno;
+    EXPECT_EQ(std::string(buf, 12), "third answer");
 }
 
 TEST_F(ClientStreamTest, TicketsSplitOverRecordsAfterTheTakeoverAreSkipped) {
