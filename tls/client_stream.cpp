@@ -25,7 +25,11 @@ struct client_stream::capture {
     std::uint64_t sealed = 0;     ///< records written under ours
     std::uint64_t headers_in = 0; ///< record headers read (one not yet opened: a partial record)
     bool counting = false;        ///< the handshake is done: the records are application records
-    bool rekeyed = false;         ///< a KeyUpdate went by: the secrets are not the ones captured
+    /// The last record opened carried handshake bytes (tickets): one split over records (RFC
+    /// 8446, 5.1) may be half read in OpenSSL's object, which no call tells while the split is
+    /// in its 4-byte header; once a record of data has come after it, none is.
+    bool handshake_last = false;
+    bool rekeyed = false; ///< a KeyUpdate went by: the secrets are not the ones captured
 };
 
 namespace {
@@ -110,6 +114,7 @@ void client_stream::on_record(int write_p, int, int content_type, const void* bu
             ++c->headers_in;
     } else if (content_type == SSL3_RT_INNER_CONTENT_TYPE && write_p == 0) {
         ++c->opened;
+        c->handshake_last = first == SSL3_RT_HANDSHAKE;
     } else if (content_type == SSL3_RT_HANDSHAKE && first == SSL3_MT_KEY_UPDATE) {
         c->rekeyed = true;
     }
@@ -195,6 +200,11 @@ bool client_stream::input_waiting() const noexcept {
     return records_.input_waiting();
 }
 
+bool client_stream::plaintext_waiting() const noexcept {
+    if (ssl_ != nullptr) return SSL_pending(ssl_) > 0;
+    return records_.plaintext_waiting();
+}
+
 void client_stream::idle() noexcept {
     settled();
     if (ssl_ != nullptr) take_over();
@@ -205,7 +215,7 @@ void client_stream::take_over() noexcept {
     if (!finished_ || !capture_ || SSL_version(ssl_) != TLS1_3_VERSION) return;
     const capture& c = *capture_;
     if (c.rekeyed || c.secrets.client_len == 0 || c.secrets.server_len == 0 ||
-        c.headers_in != c.opened || SSL_has_pending(ssl_) == 1)
+        c.headers_in != c.opened || c.handshake_last || SSL_has_pending(ssl_) == 1)
         return;
     const std::optional<aead> a = aead_of_suite(
         static_cast<std::uint16_t>(SSL_CIPHER_get_protocol_id(SSL_get_current_cipher(ssl_))));

@@ -60,6 +60,9 @@ public:
     ssize_t send(const char* data, std::size_t n) noexcept;
     /// Whether plaintext, or records not yet opened, wait here.
     [[nodiscard]] bool input_waiting() const noexcept;
+    /// Whether plaintext waits here (not a record, or part of one, that may carry nothing for
+    /// the application: a ticket, a KeyUpdate cut over segments behind a response).
+    [[nodiscard]] bool plaintext_waiting() const noexcept;
     /// The connection goes idle, nothing in flight: tarry's own records from here if OpenSSL's
     /// can be taken over; the record buffers given back.
     void idle() noexcept;

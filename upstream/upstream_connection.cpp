@@ -209,9 +209,10 @@ bool upstream_connection::quiet() noexcept {
     want_ = 0;
     if (fd_ < 0 || hung_up_ || error_ != 0) return false;
     if (tls_ != nullptr) {
-        if (tls_->input_waiting()) return false; // plaintext no one asked for
-        // Records that came behind the response (a session ticket, a KeyUpdate) are taken;
-        // tarry's own records from here, no buffer held.
+        if (tls_->plaintext_waiting()) return false; // bytes no one asked for
+        // Records that came behind the response (a session ticket, a KeyUpdate) are taken, and
+        // one cut over segments waits for its rest (its buffer held until then); tarry's own
+        // records from here, no buffer held.
         if (readable_) return tls_quiet();
         tls_idle();
         return true;

@@ -15,7 +15,9 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -190,6 +192,183 @@ private:
     std::atomic<int> connections_{0};
     std::atomic<int> answered_{0};
     int responses_ = 0;
+    std::thread thread_;
+};
+
+/// An HTTPS application on OpenSSL's own server that does to a connection the proxy keeps idle
+/// what a broken or hostile server would, when told to (act()): close_notify, a bare FIN,
+/// plaintext, a record longer than TLS allows, a reset; or ends its next response with
+/// close_notify right behind it. Keep-alive, bodiless requests, "ok" to each; one thread, one
+/// connection at a time, each new one served normally.
+class unruly_backend {
+public:
+    enum class act : int {
+        none,
+        close_notify,
+        fin,
+        plaintext,
+        oversized,
+        reset,
+        close_behind,
+        ticket_cut_behind
+    };
+
+    unruly_backend() {
+        ctx_ = SSL_CTX_new(TLS_server_method());
+        SSL_CTX_set_min_proto_version(ctx_, TLS1_3_VERSION);
+        if (SSL_CTX_use_certificate_chain_file(ctx_, cert("server.pem").c_str()) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx_, cert("server.key").c_str(), SSL_FILETYPE_PEM) != 1)
+            ADD_FAILURE() << "the backend's certificate";
+        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+            ::listen(listener_, 16) != 0 ||
+            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            ADD_FAILURE() << "the backend's socket";
+        port_ = ntohs(a.sin_port);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~unruly_backend() {
+        stop_ = true;
+        ::shutdown(listener_, SHUT_RDWR);
+        thread_.join();
+        ::close(listener_);
+        SSL_CTX_free(ctx_);
+    }
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] int connections() const noexcept { return connections_; }
+    /// What the connection does next (once: act::none again once done).
+    void next(act a) noexcept { next_ = static_cast<int>(a); }
+    [[nodiscard]] bool done() const noexcept { return next_ == static_cast<int>(act::none); }
+    /// act::ticket_cut_behind: whether the first part is out; the rest goes at rest().
+    [[nodiscard]] bool cut() const noexcept { return cut_; }
+    void rest() noexcept { rest_ = true; }
+
+private:
+    void serve() {
+        while (!stop_) {
+            const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd < 0) return;
+            ++connections_;
+            timeval tv{0, 20'000}; // reads wake to look for the stop and the next act
+            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            SSL* ssl = SSL_new(ctx_);
+            SSL_set_fd(ssl, fd);
+            if (SSL_accept(ssl) == 1) converse(ssl, fd);
+            SSL_free(ssl);
+            ::close(fd);
+        }
+    }
+
+    /// Until the proxy closes its side (or the stop).
+    void drain(int fd) {
+        char buf[4096];
+        while (!stop_) {
+            const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                return;
+        }
+    }
+
+    void converse(SSL* ssl, int fd) {
+        std::string in;
+        char buf[4096];
+        while (!stop_) {
+            const auto a = static_cast<act>(next_.load());
+            if (a != act::none && a < act::close_behind) { // (those two come with a response)
+                switch (a) {
+                case act::close_notify:
+                    SSL_shutdown(ssl);
+                    break;
+                case act::fin:
+                    ::shutdown(fd, SHUT_WR);
+                    break;
+                case act::plaintext:
+                    ::send(fd, "HTTP/1.1 200 OK\r\n\r\n", 19, MSG_NOSIGNAL);
+                    break;
+                case act::oversized: {
+                    std::string r("\x17\x03\x03\x48\x01", 5);
+                    r.append(0x4801, 'x');
+                    ::send(fd, r.data(), r.size(), MSG_NOSIGNAL);
+                    break;
+                }
+                case act::reset: {
+                    const linger l{1, 0};
+                    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+                    next_ = static_cast<int>(act::none);
+                    return; // closed by serve(): an RST
+                }
+                default:
+                    break;
+                }
+                next_ = static_cast<int>(act::none);
+                drain(fd);
+                return;
+            }
+            const int n = SSL_read(ssl, buf, sizeof buf);
+            if (n <= 0) {
+                if (SSL_get_error(ssl, n) == SSL_ERROR_WANT_READ) continue; // (the timeout)
+                return;
+            }
+            in.append(buf, static_cast<std::size_t>(n));
+            const auto end = in.find("\r\n\r\n");
+            if (end == std::string::npos) continue;
+            in.erase(0, end + 4);
+            static const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            if (next_ == static_cast<int>(act::close_behind)) {
+                // The response and close_notify in one write: one segment.
+                const std::string both = held_write(ssl, ok);
+                ::send(fd, both.data(), both.size(), MSG_NOSIGNAL);
+                next_ = static_cast<int>(act::none);
+                drain(fd);
+                return;
+            }
+            if (next_ == static_cast<int>(act::ticket_cut_behind)) {
+                // A session ticket right behind the response, its record cut in two segments:
+                // the first with the response, the rest once the proxy has had the response.
+                const std::string both = held_write(ssl, ok, false);
+                ::send(fd, both.data(), both.size() - 10, MSG_NOSIGNAL);
+                cut_ = true;
+                while (!stop_ && !rest_)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                ::send(fd, both.data() + both.size() - 10, 10, MSG_NOSIGNAL);
+                next_ = static_cast<int>(act::none);
+                continue;
+            }
+            if (SSL_write(ssl, ok.data(), static_cast<int>(ok.size())) <= 0) return;
+        }
+    }
+
+    /// The records of `response` and close_notify (or a session ticket), as bytes.
+    static std::string held_write(SSL* ssl, const std::string& response, bool close = true) {
+        BIO* mem = BIO_new(BIO_s_mem());
+        BIO* sock = SSL_get_wbio(ssl);
+        BIO_up_ref(sock);
+        SSL_set0_wbio(ssl, mem);
+        SSL_write(ssl, response.data(), static_cast<int>(response.size()));
+        if (close) {
+            SSL_shutdown(ssl);
+        } else if (SSL_new_session_ticket(ssl) == 1) {
+            SSL_do_handshake(ssl);
+        }
+        char* p = nullptr;
+        const long n = BIO_get_mem_data(mem, &p);
+        std::string out(p, static_cast<std::size_t>(std::max(n, 0L)));
+        SSL_set0_wbio(ssl, sock);
+        return out;
+    }
+
+    SSL_CTX* ctx_ = nullptr;
+    int listener_ = -1;
+    std::uint16_t port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::atomic<int> connections_{0};
+    std::atomic<int> next_{0};
+    std::atomic<bool> cut_{false};
+    std::atomic<bool> rest_{false};
     std::thread thread_;
 };
 
@@ -523,6 +702,150 @@ TEST_F(ProxyTlsTest, TicketsAndAKeyUpdateSentToAnIdleConnectionAreTakenAndItStay
     }
     EXPECT_EQ(backend.connections(), 1);
     EXPECT_EQ(metric("tarry_upstream_closes_total", ",reason=\"upstream_close\""), 0);
+}
+
+TEST_F(ProxyTlsTest, WhatABrokenServerSendsToAnIdlePooledConnectionClosesItAndTheNextIsNew) {
+    unruly_backend backend;
+    start_with(backend.port(), "tls_ca_file = \"" + cert("ca.pem") + "\"");
+    using act = unruly_backend::act;
+    int round = 0;
+    for (const act a : {act::close_notify, act::fin, act::plaintext, act::oversized, act::reset}) {
+        SCOPED_TRACE(static_cast<int>(a));
+        ++round;
+        // Two requests: the connection's records are tarry's from its first idle moment.
+        for (int i = 0; i < 2; ++i) {
+            const auto r = get();
+            ASSERT_TRUE(r.has_value());
+            EXPECT_EQ(r->status, 200);
+            EXPECT_EQ(r->body, "ok");
+        }
+        EXPECT_EQ(backend.connections(), round);
+        ASSERT_TRUE(eventually(
+            [&] { return metric("tarry_upstream_connections", ",state=\"idle\"") == 1; }, 10s));
+        const long long closed =
+            metric("tarry_upstream_closes_total", ",reason=\"upstream_close\"");
+        backend.next(a);
+        // The pool sees it and closes the connection, at once (not at its idle timeout).
+        ASSERT_TRUE(eventually(
+            [&] {
+                return metric("tarry_upstream_closes_total", ",reason=\"upstream_close\"") ==
+                       closed + 1;
+            },
+            10s));
+        EXPECT_EQ(metric("tarry_upstream_connections", ",state=\"idle\""), 0);
+    }
+    const auto r = get();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(backend.connections(), round + 1);
+    EXPECT_EQ(metric("tarry_upstream_errors_total", ",kind=\"reset\""), 0);
+}
+
+TEST_F(ProxyTlsTest, CloseNotifyRightBehindAResponseKeepsTheConnectionOutOfThePool) {
+    unruly_backend backend;
+    start_with(backend.port(), "tls_ca_file = \"" + cert("ca.pem") + "\"");
+    for (int round = 1; round <= 3; ++round) {
+        ASSERT_EQ(get()->status, 200); // (OpenSSL's records, then tarry's)
+        backend.next(unruly_backend::act::close_behind);
+        const auto last = get();
+        ASSERT_TRUE(last.has_value());
+        EXPECT_EQ(last->status, 200);
+        EXPECT_EQ(last->body, "ok");
+        EXPECT_TRUE(eventually([&] { return backend.done(); }, 10s));
+        // The next request on a new connection, not on the one that ended.
+        const auto next = get();
+        ASSERT_TRUE(next.has_value());
+        EXPECT_EQ(next->status, 200);
+        EXPECT_EQ(backend.connections(), round + 1);
+    }
+    EXPECT_EQ(metric("tarry_upstream_errors_total", ",kind=\"reset\""), 0);
+}
+
+TEST_F(ProxyTlsTest, ATicketRecordCutBehindTheResponseLeavesTheConnectionPooled) {
+    unruly_backend backend;
+    start_with(backend.port(), "tls_ca_file = \"" + cert("ca.pem") + "\"");
+    ASSERT_EQ(get()->status, 200); // OpenSSL's records; then the pool's, tarry's own
+    backend.next(unruly_backend::act::ticket_cut_behind);
+    const auto r = get();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->body, "ok");
+    // The connection went back to its pool with part of the ticket's record read: pooled, or
+    // (a connection that cannot carry another request) closed.
+    ASSERT_TRUE(eventually([&] { return backend.cut(); }, 10s));
+    const auto pooled_or_closed = [&] {
+        return metric("tarry_upstream_connections", ",state=\"idle\"") == 1 ||
+               metric("tarry_upstream_closes_total", ",reason=\"upstream_close\"") != 0;
+    };
+    ASSERT_TRUE(eventually(pooled_or_closed, 10s));
+    backend.rest();
+    ASSERT_TRUE(eventually([&] { return backend.done(); }, 10s));
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(get()->status, 200);
+    EXPECT_EQ(metric("tarry_upstream_closes_total", ",reason=\"upstream_close\""), 0);
+    EXPECT_EQ(backend.connections(), 1);
+}
+
+TEST_F(ProxyTlsTest, AChunkedResponseInManySmallRecordsAndPipelinedRequestsOnTarrysRecords) {
+    tls_backend node("server");
+    start_with(node.port(), "tls_ca_file = \"" + cert("ca.pem") + "\"");
+    ASSERT_EQ(get()->status, 200); // OpenSSL's records; then the pool's, tarry's own
+    std::string expected;
+    for (int i = 0; i < 2000; ++i)
+        expected.append(3, static_cast<char>('a' + i % 26));
+    const auto r = get("/chunks?n=2000&size=3");
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_TRUE(r->body == expected) << r->body.size() << " bytes";
+    // Three requests in one write: answered in order, over the pooled connection.
+    test_client c(port);
+    ASSERT_TRUE(c.send("GET /chunks?n=300&size=1 HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /big?n=70000 HTTP/1.1\r\nHost: t\r\n\r\n"
+                       "GET /servername HTTP/1.1\r\nHost: t\r\n\r\n"));
+    const auto first = c.read_response(10s);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->body, [] {
+        std::string b;
+        for (int i = 0; i < 300; ++i)
+            b += static_cast<char>('a' + i % 26);
+        return b;
+    }());
+    const auto second = c.read_response(10s);
+    ASSERT_TRUE(second.has_value());
+    EXPECT_EQ(second->body, std::string(70000, 'x'));
+    const auto third = c.read_response(10s);
+    ASSERT_TRUE(third.has_value());
+    EXPECT_EQ(third->body, "false");
+    EXPECT_EQ(stat("connections"), 1);
+}
+
+TEST_F(ProxyTlsTest, TwoHundredConnectionsAtOnceGoIdleAndAreAllReused) {
+    tls_backend node("server");
+    start_with(node.port(),
+               "tls_ca_file = \"" + cert("ca.pem") + "\"\nidle_timeout = \"60s\"\nmax_idle = 1000");
+    constexpr int n = 200;
+    const auto burst = [&] {
+        std::vector<std::thread> clients;
+        std::atomic<int> ok{0};
+        for (int i = 0; i < n; ++i)
+            clients.emplace_back([&] {
+                const auto r = get("/slow?ms=1000");
+                if (r && r->status == 200 && r->body == "slow") ++ok;
+            });
+        for (auto& t : clients)
+            t.join();
+        return ok.load();
+    };
+    // n connections made at once (past the heap trim's burst of 64), then idle in the pool on
+    // tarry's records; then n requests at once again, each on one of them.
+    ASSERT_EQ(burst(), n);
+    const long long made = metric("tarry_upstream_tls_handshakes_total");
+    ASSERT_GE(made, n);
+    ASSERT_TRUE(eventually(
+        [&] { return metric("tarry_upstream_connections", ",state=\"idle\"") == made; }, 10s));
+    ASSERT_EQ(burst(), n);
+    EXPECT_EQ(metric("tarry_upstream_tls_handshakes_total"), made);
+    EXPECT_EQ(metric("tarry_upstream_closes_total", ",reason=\"upstream_close\""), 0);
+    EXPECT_EQ(metric("tarry_upstream_errors_total", ",kind=\"reset\""), 0);
 }
 
 TEST_F(ProxyTlsTest, AnApplicationThatSpeaksTlsOneTwoIsServedOnOpenSslsRecords) {

@@ -1,9 +1,9 @@
 // The HTTPS application behind the proxy in proxy_tls_test: keep-alive on, its TLS connections
 // and resumed sessions counted (/stats). argv: CERT KEY [CLIENT_CA|-] [PORT]; with CLIENT_CA it
 // asks for a client certificate and refuses a connection without one that verifies; MAX_VERSION
-// (TLSv1.2) caps the protocol. /echo answers the request's body, /big?n= n bytes; an upgrade is
-// accepted (101) and echoes what comes, its end answered with the end. It prints its port once
-// it listens and serves until killed.
+// (TLSv1.2) caps the protocol. /echo answers the request's body, /big?n= n bytes, /chunks?n=&size=
+// a chunked body in n records; an upgrade is accepted (101) and echoes what comes, its end
+// answered with the end. It prints its port once it listens and serves until killed.
 'use strict';
 const fs = require('fs');
 const https = require('https');
@@ -39,6 +39,18 @@ const server = https.createServer(options, (req, res) => {
   } else if (url.pathname === '/big') {
     res.setHeader('Content-Type', 'application/octet-stream');
     res.end(Buffer.alloc(Number(url.searchParams.get('n') || 0), 'x'));
+  } else if (url.pathname === '/chunks') {
+    // n chunks of `size` bytes, each written on a later turn of the loop: each its own TLS
+    // record and its own chunk of the chunked body ('a'..'z', a letter per chunk).
+    const n = Number(url.searchParams.get('n') || 1);
+    const size = Number(url.searchParams.get('size') || 1);
+    let i = 0;
+    const next = () => {
+      if (i === n) return res.end();
+      res.write(Buffer.alloc(size, String.fromCharCode(97 + (i++ % 26))));
+      setImmediate(next);
+    };
+    next();
   } else if (url.pathname === '/version') {
     res.end(String(req.socket.getProtocol()));
   } else if (url.pathname === '/alpn') {
