@@ -71,6 +71,10 @@ public:
     /// Whether the records are tarry's own, OpenSSL's object gone.
     [[nodiscard]] bool own_records() const noexcept { return ssl_ == nullptr && finished_; }
 
+    /// Out of this thread's burst of new connections (burst_over()): it went idle once, became
+    /// a tunnel that may never be idle, or is freed.
+    void settled() noexcept;
+
     /// For the client SSL_CTX's key log callback: a handshake's traffic secrets.
     static void on_secret(const SSL* ssl, const char* line) noexcept;
 
@@ -92,8 +96,6 @@ private:
     std::unique_ptr<capture> capture_; ///< while OpenSSL's object lives
     stream records_;                   ///< after take_over()
     const int* fd_ = nullptr;
-    /// Counted in this thread's burst (started, not yet idle once nor freed).
-    void settled() noexcept;
 
     bool finished_ = false; ///< the handshake is done
     bool resumed_ = false;

@@ -40,6 +40,7 @@ proxy_tunnel::proxy_tunnel(http::exchange* ex, std::shared_ptr<upstream_pool> po
     writing_ = std::move(writing);
     if (write_pending_) conn_->output_moved(from, writing_.data());
     conn_->set_user(this);
+    conn_->to_tunnel();
 }
 
 proxy_tunnel::~proxy_tunnel() {

@@ -197,6 +197,10 @@ void upstream_connection::shutdown_send() noexcept {
     ::shutdown(fd_, SHUT_WR);
 }
 
+void upstream_connection::to_tunnel() noexcept {
+    if (tls_ != nullptr) tls_->settled();
+}
+
 bool upstream_connection::own_records() const noexcept {
     return tls_ != nullptr && tls_->own_records();
 }

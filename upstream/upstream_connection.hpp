@@ -109,6 +109,9 @@ public:
     }
     /// Shuts the writing side (a tunnel passes the client's half-close on).
     void shutdown_send() noexcept;
+    /// It carries a tunnel now, and may never go idle: a TLS one leaves its thread's burst of
+    /// new connections, so that the burst's end (and its heap trim) does not wait for it.
+    void to_tunnel() noexcept;
 
     /// Enrolls the timeout entry in (`kind`, `d`), what it waits for now, or touches it if it
     /// is there already.
