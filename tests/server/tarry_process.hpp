@@ -51,7 +51,7 @@ inline run_result run_tarry(const std::string& args) {
 
 /// How to start it besides its arguments.
 struct launch_options {
-    bool listen = true;   ///< add --listen 127.0.0.1:PORT on a free port, and wait for it
+    bool listen = true;   ///< add --listen 127.0.0.1:PORT (last) on a free port, and wait for it
     int pass_socket = -1; ///< hand this listening socket over as systemd does (fd 3, LISTEN_FDS)
     std::vector<std::string> wrapper; ///< run tarry through this program (argv before tarry's)
     std::string output;               ///< file for stdout and stderr; empty: inherited
@@ -78,8 +78,12 @@ public:
 private:
     static std::vector<std::string> command(std::vector<std::string> args,
                                             const launch_options& opts, std::uint16_t port) {
-        if (opts.listen)
-            args.insert(args.begin(), {"--listen", "127.0.0.1:" + std::to_string(port)});
+        // After the caller's: the listeners open in order, so once this one takes a connection
+        // every address the caller gave listens too (a test connects to its own at once).
+        if (opts.listen) {
+            args.emplace_back("--listen");
+            args.push_back("127.0.0.1:" + std::to_string(port));
+        }
         args.insert(args.begin(), {"--log-level", "warn"});
         args.insert(args.begin(), TARRY_BINARY);
         args.insert(args.begin(), opts.wrapper.begin(), opts.wrapper.end());
