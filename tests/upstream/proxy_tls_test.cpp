@@ -88,6 +88,35 @@ private:
     std::uint16_t port_ = 0;
 };
 
+/// OpenSSL's TLS 1.3 server context with the test CA's server certificate, and a socket
+/// listening on 127.0.0.1 (the kernel's port): what the in-test backends below share.
+struct tls_listener {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::uint16_t port = 0;
+
+    tls_listener() {
+        SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+        if (SSL_CTX_use_certificate_chain_file(ctx, cert("server.pem").c_str()) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx, cert("server.key").c_str(), SSL_FILETYPE_PEM) != 1)
+            ADD_FAILURE() << "the backend's certificate";
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd, 16) != 0 ||
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+            ADD_FAILURE() << "the backend's socket";
+        port = ntohs(a.sin_port);
+    }
+    tls_listener(const tls_listener&) = delete;
+    tls_listener& operator=(const tls_listener&) = delete;
+    ~tls_listener() {
+        ::close(fd);
+        SSL_CTX_free(ctx);
+    }
+};
+
 /// An HTTPS application on OpenSSL's own server, for what Node cannot be made to do: after each
 /// response it sends two session tickets and a KeyUpdate that asks for the proxy's, then reads
 /// until the proxy's KeyUpdate has come (answered(): tarry's records, on a connection idle in
@@ -96,31 +125,14 @@ private:
 class openssl_backend {
 public:
     openssl_backend() {
-        ctx_ = SSL_CTX_new(TLS_server_method());
-        SSL_CTX_set_min_proto_version(ctx_, TLS1_3_VERSION);
-        if (SSL_CTX_use_certificate_chain_file(ctx_, cert("server.pem").c_str()) != 1 ||
-            SSL_CTX_use_PrivateKey_file(ctx_, cert("server.key").c_str(), SSL_FILETYPE_PEM) != 1)
-            ADD_FAILURE() << "the backend's certificate";
-        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
-            ::listen(listener_, 16) != 0 ||
-            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-            ADD_FAILURE() << "the backend's socket";
-        port_ = ntohs(a.sin_port);
         thread_ = std::thread([this] { serve(); });
     }
     ~openssl_backend() {
         stop_ = true;
-        ::shutdown(listener_, SHUT_RDWR);
+        ::shutdown(listener_.fd, SHUT_RDWR);
         thread_.join();
-        ::close(listener_);
-        SSL_CTX_free(ctx_);
     }
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] std::uint16_t port() const noexcept { return listener_.port; }
     [[nodiscard]] int connections() const noexcept { return connections_; }
     [[nodiscard]] int answered() const noexcept { return answered_; }
 
@@ -134,12 +146,12 @@ private:
 
     void serve() {
         while (!stop_) {
-            const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+            const int fd = ::accept4(listener_.fd, nullptr, nullptr, SOCK_CLOEXEC);
             if (fd < 0) return;
             ++connections_;
             timeval tv{0, 50'000}; // reads wake to check for the stop and the KeyUpdate
             ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            SSL* ssl = SSL_new(ctx_);
+            SSL* ssl = SSL_new(listener_.ctx);
             SSL_set_fd(ssl, fd);
             std::atomic<int> key_updates{0};
             SSL_set_msg_callback(ssl, on_message);
@@ -185,9 +197,7 @@ private:
         }
     }
 
-    SSL_CTX* ctx_ = nullptr;
-    int listener_ = -1;
-    std::uint16_t port_ = 0;
+    tls_listener listener_;
     std::atomic<bool> stop_{false};
     std::atomic<int> connections_{0};
     std::atomic<int> answered_{0};
@@ -214,31 +224,14 @@ public:
     };
 
     unruly_backend() {
-        ctx_ = SSL_CTX_new(TLS_server_method());
-        SSL_CTX_set_min_proto_version(ctx_, TLS1_3_VERSION);
-        if (SSL_CTX_use_certificate_chain_file(ctx_, cert("server.pem").c_str()) != 1 ||
-            SSL_CTX_use_PrivateKey_file(ctx_, cert("server.key").c_str(), SSL_FILETYPE_PEM) != 1)
-            ADD_FAILURE() << "the backend's certificate";
-        listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        if (::bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
-            ::listen(listener_, 16) != 0 ||
-            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-            ADD_FAILURE() << "the backend's socket";
-        port_ = ntohs(a.sin_port);
         thread_ = std::thread([this] { serve(); });
     }
     ~unruly_backend() {
         stop_ = true;
-        ::shutdown(listener_, SHUT_RDWR);
+        ::shutdown(listener_.fd, SHUT_RDWR);
         thread_.join();
-        ::close(listener_);
-        SSL_CTX_free(ctx_);
     }
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] std::uint16_t port() const noexcept { return listener_.port; }
     [[nodiscard]] int connections() const noexcept { return connections_; }
     /// What the connection does next (once: act::none again once done).
     void next(act a) noexcept { next_ = static_cast<int>(a); }
@@ -250,12 +243,12 @@ public:
 private:
     void serve() {
         while (!stop_) {
-            const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+            const int fd = ::accept4(listener_.fd, nullptr, nullptr, SOCK_CLOEXEC);
             if (fd < 0) return;
             ++connections_;
             timeval tv{0, 20'000}; // reads wake to look for the stop and the next act
             ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            SSL* ssl = SSL_new(ctx_);
+            SSL* ssl = SSL_new(listener_.ctx);
             SSL_set_fd(ssl, fd);
             if (SSL_accept(ssl) == 1) converse(ssl, fd);
             SSL_free(ssl);
@@ -361,9 +354,7 @@ private:
         return out;
     }
 
-    SSL_CTX* ctx_ = nullptr;
-    int listener_ = -1;
-    std::uint16_t port_ = 0;
+    tls_listener listener_;
     std::atomic<bool> stop_{false};
     std::atomic<int> connections_{0};
     std::atomic<int> next_{0};
