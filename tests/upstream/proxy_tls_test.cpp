@@ -129,12 +129,19 @@ public:
     }
     ~openssl_backend() {
         stop_ = true;
+        go(); // a thread waiting for it goes on, and ends
         ::shutdown(listener_.fd, SHUT_RDWR);
         thread_.join();
     }
     [[nodiscard]] std::uint16_t port() const noexcept { return listener_.port; }
     [[nodiscard]] int connections() const noexcept { return connections_; }
     [[nodiscard]] int answered() const noexcept { return answered_; }
+    /// What comes after every other response (the first, the third ...) goes now: the test
+    /// has seen the proxy's connection idle in its pool.
+    void go() noexcept {
+        ++go_;
+        go_.notify_all();
+    }
 
 private:
     static void on_message(int write_p, int, int content_type, const void* buf, std::size_t len,
@@ -177,10 +184,13 @@ private:
             in.erase(0, end + 4);
             static const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
             if (SSL_write(ssl, ok.data(), static_cast<int>(ok.size())) <= 0) return;
-            // What a server may send unasked: a moment later, when the proxy's connection waits
-            // idle in its pool (the first time: its records are tarry's by then), or (every
-            // other time) right behind the response.
-            if (++responses_ % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            // What a server may send unasked: once the proxy's connection waits idle in its pool
+            // (the first time: its records are tarry's by then), or (every other time) right
+            // behind the response.
+            if (++responses_ % 2 == 1) { // once the test saw the connection idle (go())
+                go_.wait(gone_);
+                gone_ = go_;
+            }
             const int before = key_updates;
             // (OpenSSL takes a KeyUpdate only once the tickets are out.)
             if (SSL_new_session_ticket(ssl) != 1 || SSL_new_session_ticket(ssl) != 1 ||
@@ -202,6 +212,8 @@ private:
     std::atomic<int> connections_{0};
     std::atomic<int> answered_{0};
     int responses_ = 0;
+    std::atomic<int> go_{0};
+    int gone_ = 0; ///< go() calls taken
     std::thread thread_;
 };
 
@@ -228,6 +240,7 @@ public:
     }
     ~unruly_backend() {
         stop_ = true;
+        rest(); // a thread waiting for it goes on, and ends
         ::shutdown(listener_.fd, SHUT_RDWR);
         thread_.join();
     }
@@ -238,7 +251,10 @@ public:
     [[nodiscard]] bool done() const noexcept { return next_ == static_cast<int>(act::none); }
     /// act::ticket_cut_behind: whether the first part is out; the rest goes at rest().
     [[nodiscard]] bool cut() const noexcept { return cut_; }
-    void rest() noexcept { rest_ = true; }
+    void rest() noexcept {
+        rest_ = true;
+        rest_.notify_all();
+    }
 
 private:
     void serve() {
@@ -325,8 +341,7 @@ private:
                 const std::string both = held_write(ssl, ok, false);
                 ::send(fd, both.data(), both.size() - 10, MSG_NOSIGNAL);
                 cut_ = true;
-                while (!stop_ && !rest_)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                rest_.wait(false); // rest(), or the destructor's
                 ::send(fd, both.data() + both.size() - 10, 10, MSG_NOSIGNAL);
                 next_ = static_cast<int>(act::none);
                 continue;
@@ -688,6 +703,11 @@ TEST_F(ProxyTlsTest, TicketsAndAKeyUpdateSentToAnIdleConnectionAreTakenAndItStay
         ASSERT_TRUE(r.has_value());
         EXPECT_EQ(r->status, 200);
         EXPECT_EQ(r->body, "ok");
+        if (i % 2 == 1) { // the first time, the records are tarry's by then
+            ASSERT_TRUE(eventually(
+                [&] { return metric("tarry_upstream_connections", ",state=\"idle\"") == 1; }));
+            backend.go();
+        }
         // The idle connection read the tickets and answered the KeyUpdate with its own.
         ASSERT_TRUE(eventually([&] { return backend.answered() == i; }, 10s)) << i;
     }
