@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path example_file = fs::path(__FILE__).parent_path() / "../../server/tarry.example.toml";
+const fs::path example_file = fs::path(TARRY_SOURCE_TREE) / "server/tarry.example.toml";
 
 // An argv that owns its strings; argv[0] is the program name, as the real one has.
 class args {
@@ -884,7 +884,7 @@ TEST(ExampleFile, SetsEveryKeyToTheTablesDefault) {
 }
 
 TEST(Readme, DocumentsEveryKeyAndFlag) {
-    const std::string text = read_text(example_file.parent_path() / "../README.md");
+    const std::string text = read_text(fs::path(TARRY_SOURCE_TREE) / "README.md");
     for (const setting& s : settings()) {
         // Not contains(): it would print the whole README.
         if (!s.key.empty()) {
