@@ -101,12 +101,11 @@ std::size_t connection::consume(const char* data, std::size_t size, std::string&
     // trickled a byte at a time must not hold a connection whose streams are busy. A frame
     // that begins after complete ones (and outside a block) has its own total.
     const bool watched = (watching_ & bit(watch::block)) != 0;
-    if (gather_)
-        watch_connection(watch::block, true); // told once: a total from the HEADERS on
+    // Inside a field block the total runs from the HEADERS on (told once).
+    if (gather_ || (at != size && !watched))
+        watch_connection(watch::block, true);
     else if (at == size)
         watch_connection(watch::block, false);
-    else if (!watched)
-        watch_connection(watch::block, true);
     else if (at != 0)
         owner_.on_watch(0, watch::block, true); // a new frame began: its own total, from now
     heard_from_peer();

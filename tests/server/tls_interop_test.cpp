@@ -1042,10 +1042,13 @@ TEST(TlsAccessLogTest, LinesSayHttpsThePortAndTheTlsVersionAndAPlainRequestItsLi
     ASSERT_TRUE(plain.send("GET /plain HTTP/1.1\r\nHost: x\r\n\r\n"));
     ASSERT_TRUE(read_to_end(plain.fd()).first.starts_with("HTTP/1.1 400 "));
     const std::string port = " port=" + t.port_text() + " ";
-    for (const auto& [request, end] :
+    for (const auto& row :
          {std::pair{"\"GET /v13 HTTP/2.0\" 200 ", "scheme=https" + port + "tls=TLSv1.3\n"},
           std::pair{"\"GET /v12 HTTP/2.0\" 200 ", "scheme=https" + port + "tls=TLSv1.2\n"},
           std::pair{"\"GET /plain HTTP/1.1\" 400 ", "scheme=http" + port + "tls=-\n"}}) {
+        // Named copies: clang 14 cannot capture a structured binding in a lambda (C++20 allows it).
+        const std::string request = row.first;
+        const std::string& end = row.second;
         std::string text;
         EXPECT_TRUE(eventually([&] {
             text = slurp(log);
