@@ -171,6 +171,22 @@ protected:
         EXPECT_TRUE(got == data) << got.size() << " of " << data.size() << " bytes";
     }
 
+    /// What the client reads of a response already on its socket: until `size` bytes, in at
+    /// most `reads` reads, each of which must give some.
+    std::string read_response(std::size_t size, int reads) {
+        std::string got;
+        char buf[8192];
+        for (int i = 0; i < reads && got.size() < size; ++i) {
+            const ssize_t n = client.recv(buf, sizeof buf);
+            if (n <= 0) {
+                ADD_FAILURE() << "read " << i << ": " << n << ", errno " << errno;
+                break;
+            }
+            got.append(buf, static_cast<std::size_t>(n));
+        }
+        return got;
+    }
+
     /// A request and its response.
     void exchange(const std::string& request, const std::string& response) {
         up(request);
@@ -523,14 +539,7 @@ TEST_F(ClientStreamTest, TicketsSplitOverRecordsAfterTheTakeoverAreSkipped) {
     });
     up("second");
     wire(mixed);
-    std::string got;
-    char buf[8192];
-    for (int i = 0; i < 100 && got.size() < response.size(); ++i) {
-        const ssize_t n = client.recv(buf, sizeof buf);
-        ASSERT_GT(n, 0) << errno;
-        got.append(buf, static_cast<std::size_t>(n));
-    }
-    EXPECT_TRUE(got == response);
+    EXPECT_TRUE(read_response(response.size(), 100) == response);
     exchange("third", "third answer");
 }
 
@@ -597,14 +606,7 @@ TEST_F(ClientStreamTest, PaddedRecordsAndOneByteRecordsFromTheServerAreOpened) {
     ASSERT_EQ(records_in(bytes).size(), response.size());
     up("one byte at a time");
     wire(bytes);
-    std::string got;
-    char buf[4096];
-    for (int i = 0; i < 10 && got.size() < response.size(); ++i) {
-        const ssize_t n = client.recv(buf, sizeof buf);
-        ASSERT_GT(n, 0) << errno;
-        got.append(buf, static_cast<std::size_t>(n));
-    }
-    EXPECT_TRUE(got == response);
+    EXPECT_TRUE(read_response(response.size(), 10) == response);
     exchange("last", "last answer");
 }
 
