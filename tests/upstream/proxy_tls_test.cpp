@@ -115,6 +115,26 @@ struct tls_listener {
         ::close(fd);
         SSL_CTX_free(ctx);
     }
+
+    /// One connection at a time, each counted in `accepted`, until `stop` or the socket's
+    /// shutdown: OpenSSL's handshake, then `converse(ssl, fd)`. The connection's reads wake every
+    /// `wake_us` microseconds, for the conversation to look at its backend's flags.
+    template <class Converse>
+    void serve(const std::atomic<bool>& stop, std::atomic<int>& accepted, long wake_us,
+               Converse converse) {
+        while (!stop) {
+            const int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+            if (c < 0) return;
+            ++accepted;
+            timeval tv{0, wake_us};
+            ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            SSL* ssl = SSL_new(ctx);
+            SSL_set_fd(ssl, c);
+            if (SSL_accept(ssl) == 1) converse(ssl, c);
+            SSL_free(ssl);
+            ::close(c);
+        }
+    }
 };
 
 /// An HTTPS application on OpenSSL's own server, for what Node cannot be made to do: after each
@@ -152,24 +172,14 @@ private:
     }
 
     void serve() {
-        while (!stop_) {
-            const int fd = ::accept4(listener_.fd, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0) return;
-            ++connections_;
-            timeval tv{0, 50'000}; // reads wake to check for the stop and the KeyUpdate
-            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            SSL* ssl = SSL_new(listener_.ctx);
-            SSL_set_fd(ssl, fd);
-            std::atomic<int> key_updates{0};
-            SSL_set_msg_callback(ssl, on_message);
-            SSL_set_msg_callback_arg(ssl, &key_updates);
-            if (SSL_accept(ssl) == 1) converse(ssl, key_updates);
-            SSL_free(ssl);
-            ::close(fd);
-        }
+        // The KeyUpdates the proxy sends, counted on every connection (one at a time).
+        SSL_CTX_set_msg_callback(listener_.ctx, on_message);
+        SSL_CTX_set_msg_callback_arg(listener_.ctx, &key_updates_);
+        // Reads wake to check for the stop and the KeyUpdate.
+        listener_.serve(stop_, connections_, 50'000, [this](SSL* ssl, int) { converse(ssl); });
     }
 
-    void converse(SSL* ssl, std::atomic<int>& key_updates) {
+    void converse(SSL* ssl) {
         std::string in;
         char buf[4096];
         while (!stop_) {
@@ -191,19 +201,19 @@ private:
                 go_.wait(gone_);
                 gone_ = go_;
             }
-            const int before = key_updates;
+            const int before = key_updates_;
             // (OpenSSL takes a KeyUpdate only once the tickets are out.)
             if (SSL_new_session_ticket(ssl) != 1 || SSL_new_session_ticket(ssl) != 1 ||
                 SSL_do_handshake(ssl) != 1 || SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED) != 1 ||
                 SSL_do_handshake(ssl) != 1)
                 return;
             // The proxy's KeyUpdate is read with whatever comes next (peeked, not taken).
-            while (!stop_ && key_updates == before) {
+            while (!stop_ && key_updates_ == before) {
                 const int p = SSL_peek(ssl, buf, 1);
                 if (p <= 0 && SSL_get_error(ssl, p) != SSL_ERROR_WANT_READ) return;
                 if (p > 0) break; // a request before the answer: not the idle connection's
             }
-            if (key_updates != before) ++answered_;
+            if (key_updates_ != before) ++answered_;
         }
     }
 
@@ -211,6 +221,7 @@ private:
     std::atomic<bool> stop_{false};
     std::atomic<int> connections_{0};
     std::atomic<int> answered_{0};
+    std::atomic<int> key_updates_{0};
     int responses_ = 0;
     std::atomic<int> go_{0};
     int gone_ = 0; ///< go() calls taken
@@ -258,18 +269,9 @@ public:
 
 private:
     void serve() {
-        while (!stop_) {
-            const int fd = ::accept4(listener_.fd, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd < 0) return;
-            ++connections_;
-            timeval tv{0, 20'000}; // reads wake to look for the stop and the next act
-            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            SSL* ssl = SSL_new(listener_.ctx);
-            SSL_set_fd(ssl, fd);
-            if (SSL_accept(ssl) == 1) converse(ssl, fd);
-            SSL_free(ssl);
-            ::close(fd);
-        }
+        // Reads wake to look for the stop and the next act.
+        listener_.serve(stop_, connections_, 20'000,
+                        [this](SSL* ssl, int fd) { converse(ssl, fd); });
     }
 
     /// Until the proxy closes its side (or the stop).
